@@ -1,0 +1,177 @@
+//! Building a database: every level from 0 up, each solved from the finished levels
+//! below it, written and checked, resuming where an earlier build stopped.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::rules::Rules;
+use crate::solve::{final_value, solve_level, LevelStats, Lower};
+use crate::table::{level_path, Check, Expect, Level, LevelWriter};
+
+/// The folder of one database (rule set and board size) under a root folder, so that
+/// databases never mix.
+pub fn db_dir(root: &Path, rules: Rules, pits: usize) -> PathBuf {
+    root.join(format!("{rules}-{pits}"))
+}
+
+/// The command that builds levels up to `seeds`, for error messages.
+pub fn build_command(root: &Path, rules: Rules, pits: usize, seeds: usize) -> String {
+    let mut cmd = format!("awari build --max-seeds {seeds}");
+    if pits != 6 {
+        cmd += &format!(" --pits {pits}");
+    }
+    if rules != Rules::Awari {
+        cmd += &format!(" --rules {rules}");
+    }
+    if root != Path::new("db") && root != Path::new("./db") {
+        cmd += &format!(" --dir {}", root.display());
+    }
+    cmd
+}
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// The root folder; levels go to `db_dir(root, rules, pits)`.
+    pub root: PathBuf,
+    pub rules: Rules,
+    pub pits: usize,
+    pub max_seeds: usize,
+    /// Rebuild levels that are already complete.
+    pub force: bool,
+    /// Draw progress bars on stderr (when it is a terminal).
+    pub progress: bool,
+}
+
+/// One line of the build report.
+#[derive(Clone, Copy, Debug)]
+pub struct LevelReport {
+    pub seeds: usize,
+    /// Found complete and valid, not rebuilt.
+    pub skipped: bool,
+    pub seconds: f64,
+    pub stats: LevelStats,
+}
+
+/// The finished levels of one database, memory-mapped.
+pub struct Levels {
+    levels: Vec<Level>,
+}
+
+impl Lower for Levels {
+    #[inline]
+    fn value(&self, seeds: usize, index: u64) -> i8 {
+        self.levels[seeds].value(index)
+    }
+}
+
+/// Expected header of level `n`.
+pub fn expect(rules: Rules, index: &Index, n: usize) -> Expect {
+    Expect {
+        rules,
+        pits: index.pits_per_side(),
+        seeds: n,
+        positions: index.level_size(n),
+    }
+}
+
+/// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are
+/// kept; a damaged or unfinished one is rebuilt (`warn` says so).
+pub fn build(
+    opts: &BuildOptions,
+    mut report: impl FnMut(&LevelReport),
+    mut warn: impl FnMut(&str),
+) -> Result<Vec<LevelReport>> {
+    let index = Index::new(opts.pits, opts.max_seeds).map_err(Error::Input)?;
+    let dir = db_dir(&opts.root, opts.rules, opts.pits);
+    fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut done = Levels { levels: Vec::new() };
+    let mut reports = Vec::new();
+    for n in 0..=opts.max_seeds {
+        let path = level_path(&dir, n);
+        let want = expect(opts.rules, &index, n);
+        if !opts.force && path.exists() {
+            match Level::open(&path, &want, Check::Full) {
+                Ok(level) => {
+                    let r = LevelReport {
+                        seeds: n,
+                        skipped: true,
+                        seconds: 0.0,
+                        stats: LevelStats::of(level.bytes()),
+                    };
+                    report(&r);
+                    reports.push(r);
+                    done.levels.push(level);
+                    continue;
+                }
+                Err(e) => warn(&format!("rebuilding level {n}: {e}")),
+            }
+        }
+        let t0 = Instant::now();
+        let stats = build_level(opts, &index, n, &done, &path)?;
+        let r = LevelReport {
+            seeds: n,
+            skipped: false,
+            seconds: t0.elapsed().as_secs_f64(),
+            stats,
+        };
+        report(&r);
+        reports.push(r);
+        done.levels
+            .push(Level::open(&path, &want, Check::HeaderOnly)?);
+    }
+    Ok(reports)
+}
+
+fn bar(opts: &BuildOptions, len: u64, n: usize, phase: &str) -> ProgressBar {
+    if !opts.progress {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(
+            "level {prefix:>3} {msg:9} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
+    pb.set_prefix(n.to_string());
+    pb.set_message(phase.to_string());
+    pb
+}
+
+fn build_level(
+    opts: &BuildOptions,
+    index: &Index,
+    n: usize,
+    lower: &Levels,
+    path: &Path,
+) -> Result<LevelStats> {
+    let size = index.level_size(n);
+    // One bar: forward pass then settled positions (at most the level size).
+    let pb = bar(opts, size * 2, n, "solving");
+    let state = solve_level(opts.rules, index, n, lower, Some(&pb));
+    pb.set_message("writing");
+    pb.set_position(size * 2);
+    let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, size)?;
+    let mut stats = LevelStats::default();
+    let mut buf = Vec::with_capacity(1 << 20);
+    for chunk in state.chunks(1 << 20) {
+        buf.clear();
+        for s in chunk {
+            let v = final_value(s.load(std::sync::atomic::Ordering::Relaxed));
+            stats.add(v);
+            buf.push(v as u8);
+        }
+        w.write(&buf)?;
+    }
+    drop(state);
+    w.finish()?;
+    pb.finish_and_clear();
+    Ok(stats)
+}

@@ -1,0 +1,286 @@
+//! The Romein-Bal index ('Goedel number'), generalised to P pits per side (DESIGN
+//! section 3).
+//!
+//! A level holds the positions of `n` seeds whose opponent row (pits `P..2P`) has an
+//! empty pit, ranked in ascending lexicographic order of `(pit 2P-1, ..., pit 0)`. Rank
+//! and unrank cost `O(2P)` table look-ups; [`Index::next`] steps through a level in order
+//! without unranking.
+//!
+//! Counting uses binomials only. With `cnt(k, r)` the compositions of `r` seeds into `k`
+//! pits, `C(r+k-1, k-1)`, the positions that agree with a board above pit `i` and hold
+//! fewer seeds in pit `i` number `S(i, r, x) = C(r+i, i) - C(r-x+i, i)` (hockey stick),
+//! where `r` seeds are left for pits `i..=0` and `x` is the count of pit `i`. While no
+//! opponent pit seen so far is empty, the completions must still put a zero in one of
+//! the `m = i-P` opponent pits below `i`, which subtracts the completions whose `m`
+//! opponent pits are all non-empty: `cnt(k, r-m)` per value.
+
+use crate::rules::{Board, MAX_PITS, MAX_SEEDS};
+
+/// Ranking tables for one board size, valid for every level up to `max_seeds`.
+#[derive(Clone, Debug)]
+pub struct Index {
+    p: usize,
+    max_seeds: usize,
+    /// `binom[a * stride + b] = C(a, b)` for `a <= max_seeds + 2P`, `b <= 2P`.
+    binom: Vec<u64>,
+    stride: usize,
+}
+
+impl Index {
+    /// Tables for `p` pits per side and levels up to `max_seeds`. Fails when a level size
+    /// would not fit 64 bits.
+    pub fn new(p: usize, max_seeds: usize) -> Result<Index, String> {
+        if !(2..=MAX_PITS).contains(&p) {
+            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+        }
+        if max_seeds > MAX_SEEDS {
+            return Err(format!(
+                "at most {MAX_SEEDS} seeds are supported (values are signed bytes), not {max_seeds}"
+            ));
+        }
+        let np = 2 * p;
+        let rows = max_seeds + np + 1;
+        let stride = np + 1;
+        let mut binom = vec![0u64; rows * stride];
+        for a in 0..rows {
+            binom[a * stride] = 1;
+            for b in 1..=np.min(a) {
+                let up = binom[(a - 1) * stride + b - 1];
+                let left = if b < a {
+                    binom[(a - 1) * stride + b]
+                } else {
+                    0
+                };
+                binom[a * stride + b] = up.checked_add(left).ok_or_else(|| {
+                    format!(
+                        "levels of {max_seeds} seeds on {p} pits per side are too large to index"
+                    )
+                })?;
+            }
+        }
+        Ok(Index {
+            p,
+            max_seeds,
+            binom,
+            stride,
+        })
+    }
+
+    #[inline]
+    pub fn pits_per_side(&self) -> usize {
+        self.p
+    }
+
+    #[inline]
+    pub fn max_seeds(&self) -> usize {
+        self.max_seeds
+    }
+
+    /// `C(a, b)`, zero when `b > a`.
+    #[inline(always)]
+    fn c(&self, a: usize, b: usize) -> u64 {
+        debug_assert!(a < self.binom.len() / self.stride && b < self.stride);
+        self.binom[a * self.stride + b]
+    }
+
+    /// Compositions of `r` seeds into `k >= 1` pits.
+    #[inline(always)]
+    fn cnt(&self, k: usize, r: usize) -> u64 {
+        self.c(r + k - 1, k - 1)
+    }
+
+    /// Positions that agree with the board above pit `i` and hold fewer than `x` seeds in
+    /// pit `i`, given `r` seeds left for pits `i..=0` and whether an opponent pit above
+    /// `i` is already empty.
+    #[inline(always)]
+    fn below(&self, i: usize, r: usize, x: usize, zero_seen: bool) -> u64 {
+        let all = self.c(r + i, i) - self.c(r + i - x, i);
+        if zero_seen || i < self.p || x == 0 {
+            return all;
+        }
+        // Pit i is an opponent pit and none above it is empty. The completions with
+        // y = 0 here are free; those with y in 1..x must leave an empty opponent pit
+        // among the m below, so drop the ones with all m non-empty.
+        let m = i - self.p;
+        // sum_{y=1}^{x-1} cnt(i, r-y-m) = S(i, r-m, x) - cnt(i, r-m), zero if r < m.
+        if r < m {
+            return all;
+        }
+        let rm = r - m;
+        // rm + i - x = (r - x) + P is never negative.
+        let full = self.c(rm + i, i) - self.c(rm + i - x, i);
+        all - (full - self.cnt(i, rm))
+    }
+
+    /// Positions in level `n`: `C(n+2P-1, 2P-1) - C(n+P-1, 2P-1)`.
+    pub fn level_size(&self, n: usize) -> u64 {
+        assert!(n <= self.max_seeds);
+        let np = self.p * 2;
+        self.c(n + np - 1, np - 1) - self.c(n + self.p - 1, np - 1)
+    }
+
+    /// The rank of a stored position within its level (`board.seeds()`).
+    #[inline]
+    pub fn rank(&self, board: &Board) -> u64 {
+        debug_assert!(board.is_stored());
+        let np = 2 * self.p;
+        let pits = board.pits();
+        let mut r = board.seeds();
+        let mut rank = 0u64;
+        let mut zero_seen = false;
+        for i in (1..np).rev() {
+            let x = pits[i] as usize;
+            rank += self.below(i, r, x, zero_seen);
+            zero_seen |= x == 0 && i >= self.p;
+            r -= x;
+        }
+        rank
+    }
+
+    /// The position of level `n` with the given rank.
+    pub fn unrank(&self, n: usize, mut rank: u64) -> Board {
+        debug_assert!(rank < self.level_size(n));
+        let np = 2 * self.p;
+        let mut b = Board::empty(self.p);
+        let mut r = n;
+        let mut zero_seen = false;
+        for i in (1..np).rev() {
+            // The largest x with below(x) <= rank; below grows with x.
+            let mut x = 0;
+            while x < r && self.below(i, r, x + 1, zero_seen) <= rank {
+                x += 1;
+            }
+            rank -= self.below(i, r, x, zero_seen);
+            b.set(i, x as u8);
+            zero_seen |= x == 0 && i >= self.p;
+            r -= x;
+        }
+        b.set(0, r as u8);
+        b
+    }
+
+    /// The first position of level `n` in index order.
+    pub fn first(&self, n: usize) -> Board {
+        // Everything in pit 0: the smallest vector, and its opponent row is empty.
+        let mut b = Board::empty(self.p);
+        b.set(0, n as u8);
+        b
+    }
+
+    /// Steps `board` to the next stored position of its level in index order; false
+    /// after the last one (the board is then left unspecified).
+    #[inline]
+    pub fn next(&self, board: &mut Board) -> bool {
+        let p = self.p;
+        let np = 2 * p;
+        loop {
+            // Lexicographic successor: take one seed from the pits below the lowest pit
+            // j >= 1 that can grow, put the rest in pit 0.
+            let pits = board.pits_mut();
+            let mut tail = pits[0] as usize;
+            let mut j = 1;
+            while j < np && tail == 0 {
+                tail += pits[j] as usize;
+                j += 1;
+            }
+            if j == np {
+                return false;
+            }
+            // pits[0..j] hold `tail` seeds; grow pit j.
+            for c in pits[..j].iter_mut() {
+                *c = 0;
+            }
+            pits[j] += 1;
+            pits[0] = (tail - 1) as u8;
+            if pits[p..np].contains(&0) {
+                return true;
+            }
+            // Opponent row full: every own-row filling is unstored. Jump to the last of
+            // them (all own seeds in pit P-1) so that the next step changes the
+            // opponent row.
+            let own: usize = pits[..p].iter().map(|&c| c as usize).sum();
+            for c in pits[..p].iter_mut() {
+                *c = 0;
+            }
+            pits[p - 1] = own as u8;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every composition of n into 2p pits, stored ones only, sorted by the contract.
+    fn sorted_level(p: usize, n: usize) -> Vec<Board> {
+        let np = 2 * p;
+        let mut out = Vec::new();
+        let mut pits = vec![0u32; np];
+        fn rec(i: usize, left: u32, pits: &mut Vec<u32>, p: usize, out: &mut Vec<Board>) {
+            if i + 1 == pits.len() {
+                pits[i] = left;
+                let b = Board::from_counts(p, pits).unwrap();
+                if b.is_stored() {
+                    out.push(b);
+                }
+                return;
+            }
+            for x in 0..=left {
+                pits[i] = x;
+                rec(i + 1, left - x, pits, p, out);
+            }
+        }
+        rec(0, n as u32, &mut pits, p, &mut out);
+        out.sort_by_key(|b| b.pits().iter().rev().copied().collect::<Vec<u8>>());
+        let _ = np;
+        out
+    }
+
+    #[test]
+    fn order_matches_a_sort_and_round_trips() {
+        for p in 2..=4 {
+            let idx = Index::new(p, 10).unwrap();
+            for n in 0..=(if p == 4 { 7 } else { 10 }) {
+                let level = sorted_level(p, n);
+                assert_eq!(level.len() as u64, idx.level_size(n), "p={p} n={n}");
+                let mut it = idx.first(n);
+                for (r, b) in level.iter().enumerate() {
+                    assert_eq!(idx.rank(b), r as u64, "rank of {b:?}");
+                    assert_eq!(idx.unrank(n, r as u64), *b);
+                    assert_eq!(it, *b, "iteration p={p} n={n} r={r}");
+                    let more = idx.next(&mut it);
+                    assert_eq!(more, r + 1 < level.len());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn six_pits_small_levels_match_sort() {
+        let idx = Index::new(6, 5).unwrap();
+        for n in 0..=5 {
+            let level = sorted_level(6, n);
+            assert_eq!(level.len() as u64, idx.level_size(n));
+            for (r, b) in level.iter().enumerate() {
+                assert_eq!(idx.rank(b), r as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn level_sizes_match_closed_formula() {
+        fn c(a: u128, b: u128) -> u128 {
+            let mut r = 1u128;
+            for i in 0..b {
+                r = r * (a - i) / (i + 1);
+            }
+            r
+        }
+        let idx = Index::new(6, 48).unwrap();
+        for n in 0..=48u128 {
+            let expect = c(n + 11, 11) - if n >= 6 { c(n + 5, 11) } else { 0 };
+            assert_eq!(idx.level_size(n as usize) as u128, expect);
+        }
+        assert_eq!(idx.level_size(48), 203_648_015_935);
+    }
+}

@@ -1,0 +1,402 @@
+//! `awari`: build, query and inspect Awari/Oware endgame databases. A thin layer over
+//! the library: parse arguments, call it, print.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+
+use awari::query::{draw, Line};
+use awari::{build, Analysis, BuildOptions, Database, Index, LevelReport, Rules};
+
+#[derive(Parser)]
+#[command(
+    name = "awari",
+    version,
+    about = "Perfect-play endgame databases for Awari and Oware, by retrograde analysis",
+    long_about = "Perfect-play endgame databases for Awari and Oware, by retrograde analysis.\n\n\
+        A database holds one level per number of seeds on the board; each level stores, for every \
+        position, the final margin (seeds the side to move captures from now on, minus the \
+        opponent's) under perfect play. Levels use the file order of Romein and Bal's 2002 \
+        solution of Awari.\n\nStart with:  awari build --max-seeds 16  then  awari query 1 1 1 1 1 2 4 2 3 0 0 0"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct DbArgs {
+    /// Root folder of the databases; each rule set and board size has a sub-folder
+    /// (e.g. db/awari-6).
+    #[arg(long, default_value = "db")]
+    dir: PathBuf,
+    /// Pits per side (2..=8).
+    #[arg(long, default_value_t = 6)]
+    pits: usize,
+    /// Rule set: 'awari' (Romein-Bal, Computer Olympiad) or 'oware' (Abapa: grand slam
+    /// captures nothing, a player who cannot feed takes the rest).
+    #[arg(long, default_value = "awari")]
+    rules: Rules,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build levels 0..=N (skips levels already complete and valid, so an interrupted
+    /// build resumes).
+    Build {
+        /// Highest level (seeds on the board) to build.
+        #[arg(long)]
+        max_seeds: usize,
+        #[command(flatten)]
+        db: DbArgs,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Rebuild levels even if they are complete.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Value of a position, of each legal move, and the best moves.
+    Query {
+        /// The 2P pit counts, side to move first, counter-clockwise from its leftmost pit
+        /// (as in the Romein-Bal lookup tool), e.g. 1 1 1 1 1 2 4 2 3 0 0 0.
+        #[arg(required_unless_present = "stdin", num_args = 1.., allow_negative_numbers = true)]
+        pits_counts: Vec<String>,
+        #[command(flatten)]
+        db: DbArgs,
+        /// Also print a principal variation to the end of the game.
+        #[arg(long)]
+        line: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Read one position per line from standard input and write one JSON object per
+        /// line (an object with "error" for a bad line).
+        #[arg(long, conflicts_with = "pits_counts")]
+        stdin: bool,
+    },
+    /// Print the number of positions of every level and the total.
+    Count {
+        /// Pits per side (2..=8).
+        #[arg(long, default_value_t = 6)]
+        pits: usize,
+        /// Highest level to count (default 4 seeds per pit).
+        #[arg(long)]
+        max_seeds: Option<usize>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut msg = format!("{e}");
+            for cause in e.chain().skip(1) {
+                msg += &format!(": {cause}");
+            }
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Build {
+            max_seeds,
+            db,
+            threads,
+            force,
+        } => cmd_build(max_seeds, db, threads, force),
+        Command::Query {
+            pits_counts,
+            db,
+            line,
+            json,
+            stdin,
+        } => cmd_query(pits_counts, db, line, json, stdin),
+        Command::Count { pits, max_seeds } => cmd_count(pits, max_seeds),
+    }
+}
+
+fn cmd_build(
+    max_seeds: usize,
+    db: DbArgs,
+    threads: Option<usize>,
+    force: bool,
+) -> anyhow::Result<()> {
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    let opts = BuildOptions {
+        root: db.dir.clone(),
+        rules: db.rules,
+        pits: db.pits,
+        max_seeds,
+        force,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    eprintln!(
+        "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
+        db.rules,
+        db.pits,
+        dir.display()
+    );
+    let started = std::time::Instant::now();
+    println!(
+        "{:>5} {:>15} {:>9} {:>14} {:>7} {:>7} {:>7}",
+        "level", "positions", "seconds", "pos/s/thread", "won%", "drawn%", "lost%"
+    );
+    let print = |r: &LevelReport| {
+        let s = &r.stats;
+        let pct = |x: u64| 100.0 * x as f64 / s.positions.max(1) as f64;
+        let (secs, rate) = if r.skipped {
+            ("kept".to_string(), "-".to_string())
+        } else {
+            (
+                format!("{:.2}", r.seconds),
+                format!(
+                    "{:.0}",
+                    s.positions as f64 / r.seconds.max(1e-9) / threads as f64
+                ),
+            )
+        };
+        println!(
+            "{:>5} {:>15} {:>9} {:>14} {:>7.2} {:>7.2} {:>7.2}",
+            r.seeds,
+            group(s.positions),
+            secs,
+            rate,
+            pct(s.won),
+            pct(s.drawn),
+            pct(s.lost)
+        );
+    };
+    let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));
+    let reports = reports.with_context(|| {
+        format!(
+            "build stopped; finished levels in {} stay valid",
+            dir.display()
+        )
+    })?;
+    let built: Vec<_> = reports.iter().filter(|r| !r.skipped).collect();
+    let positions: u64 = built.iter().map(|r| r.stats.positions).sum();
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "total: {} levels built ({} kept), {} positions in {:.2} s, {:.0} positions/s/thread",
+        built.len(),
+        reports.len() - built.len(),
+        group(positions),
+        secs,
+        positions as f64 / secs.max(1e-9) / threads as f64
+    );
+    Ok(())
+}
+
+fn parse_counts(words: &[String]) -> anyhow::Result<Vec<u32>> {
+    words
+        .iter()
+        .flat_map(|w| w.split([',', ' ', '\t']).filter(|s| !s.is_empty()))
+        .map(|w| {
+            if w.starts_with('-') {
+                bail!("'{w}' is negative: pit counts are 0 or more seeds");
+            }
+            w.parse::<u32>()
+                .map_err(|_| anyhow::anyhow!("'{w}' is not a number of seeds"))
+        })
+        .collect()
+}
+
+fn cmd_query(
+    words: Vec<String>,
+    db: DbArgs,
+    line: bool,
+    json: bool,
+    stdin: bool,
+) -> anyhow::Result<()> {
+    let database = Database::open(&db.dir, db.rules, db.pits)?;
+    if stdin {
+        let input = std::io::stdin().lock();
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for text in input.lines() {
+            let text = text.context("reading standard input")?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let result = parse_counts(&[text])
+                .and_then(|c| Ok(database.board(&c)?))
+                .and_then(|b| {
+                    let a = database.analyze(&b)?;
+                    let l = if line {
+                        Some(database.line(&b, 10_000)?)
+                    } else {
+                        None
+                    };
+                    Ok(json_of(&database, &a, l.as_ref()))
+                });
+            let obj = match result {
+                Ok(v) => v,
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
+            };
+            writeln!(out, "{obj}")?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+    let counts = parse_counts(&words)?;
+    let board = database.board(&counts)?;
+    let a = database.analyze(&board)?;
+    let l = if line {
+        Some(database.line(&board, 10_000)?)
+    } else {
+        None
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", json_of(&database, &a, l.as_ref()))?;
+        return Ok(());
+    }
+    write!(out, "{}", draw(&board))?;
+    writeln!(
+        out,
+        "{} rules, {} seeds: value {:+} for the side to move ({})",
+        database.rules(),
+        a.seeds,
+        a.value,
+        verdict(a.value)
+    )?;
+    if let Some(why) = a.game_over {
+        writeln!(out, "game over: {why}")?;
+    }
+    if !a.moves.is_empty() {
+        writeln!(out, "{:>5} {:>6} {:>9}", "move", "value", "captures")?;
+        for m in &a.moves {
+            writeln!(
+                out,
+                "{:>5} {:>+6} {:>9}{}{}",
+                pit_name(m.pit),
+                m.value,
+                m.captured,
+                if a.best.contains(&m.pit) {
+                    "  best"
+                } else {
+                    ""
+                },
+                if m.ends_game { "  (ends the game)" } else { "" }
+            )?;
+        }
+    }
+    if let Some(l) = l {
+        writeln!(out, "principal variation:")?;
+        for (i, ply) in l.plies.iter().enumerate() {
+            writeln!(
+                out,
+                "{:>4}. {} plays {}{}",
+                i + 1,
+                if ply.player == 0 {
+                    "side to move"
+                } else {
+                    "opponent    "
+                },
+                pit_name(ply.pit),
+                if ply.captured > 0 {
+                    format!(", captures {}", ply.captured)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        writeln!(out, "end: {}", l.end)?;
+        writeln!(
+            out,
+            "seeds won from here: side to move {}, opponent {}",
+            l.score[0], l.score[1]
+        )?;
+    }
+    Ok(())
+}
+
+fn pit_name(pit: u8) -> String {
+    format!("{} ({})", (b'a' + pit) as char, pit)
+}
+
+fn verdict(v: i8) -> String {
+    match v {
+        0 => "draw".into(),
+        1.. => format!("wins by {v}"),
+        _ => format!("loses by {}", -(v as i32)),
+    }
+}
+
+fn json_of(db: &Database, a: &Analysis, line: Option<&Line>) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "rules": db.rules().name(),
+        "pits": a.pits,
+        "seeds": a.seeds,
+        "value": a.value,
+        "stored": a.stored,
+        "moves": a.moves,
+        "best": a.best,
+        "game_over": a.game_over,
+    });
+    if let Some(l) = line {
+        v["line"] = serde_json::to_value(l).unwrap();
+    }
+    v
+}
+
+fn cmd_count(pits: usize, max_seeds: Option<usize>) -> anyhow::Result<()> {
+    let max = max_seeds.unwrap_or(8 * pits);
+    let index = Index::new(pits, max).map_err(|e| anyhow::anyhow!(e))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:>5} {:>22} {:>22}",
+        "level", "positions", "cumulative"
+    )?;
+    let mut total: u128 = 0;
+    for n in 0..=max {
+        let s = index.level_size(n);
+        total += s as u128;
+        writeln!(out, "{:>5} {:>22} {:>22}", n, group(s), group(total as u64))?;
+    }
+    writeln!(
+        out,
+        "total levels 0..={max}: {} positions",
+        group(total as u64)
+    )?;
+    if pits == 6 && max >= 48 {
+        // The Romein-Bal count: level 47 cannot occur (the first capture takes at least
+        // two seeds) and the start position, not stored, is counted once.
+        let rb: u64 = (0..=46).map(|n| index.level_size(n)).sum::<u64>() + index.level_size(48) + 1;
+        writeln!(
+            out,
+            "Romein-Bal database (levels 0..=46 and 48, plus the start position): {} positions",
+            group(rb)
+        )?;
+    }
+    Ok(())
+}
+
+/// 1234567 -> "1,234,567".
+fn group(x: u64) -> String {
+    let s = x.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}

@@ -1,0 +1,316 @@
+//! Probing a built database: the value of any position, the value of each move, the
+//! best moves and a principal variation.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::build::{build_command, db_dir, expect};
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::rules::{legal_moves, Board, Rules, MAX_PITS, MAX_SEEDS};
+use crate::table::{level_path, Check, Level};
+
+/// An open database: one rule set and board size. Levels are opened (and their
+/// checksums checked) the first time a probe needs them.
+pub struct Database {
+    root: PathBuf,
+    dir: PathBuf,
+    rules: Rules,
+    pits: usize,
+    index: Index,
+    levels: Vec<OnceLock<Level>>,
+}
+
+/// One legal move and what it is worth to the side to move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct MoveValue {
+    /// The pit sowed from, 0-based, side to move.
+    pub pit: u8,
+    /// Final margin for the side to move after this move, under perfect play.
+    pub value: i8,
+    /// Seeds the move captures.
+    pub captured: u8,
+    /// The game ends with this move (the mover takes every seed left).
+    pub ends_game: bool,
+}
+
+/// A position, its value and the value of each move.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Analysis {
+    pub pits: Vec<u8>,
+    pub seeds: usize,
+    pub value: i8,
+    /// Whether the position is stored in the database (some opponent pit empty); if not,
+    /// its value comes from its children.
+    pub stored: bool,
+    pub moves: Vec<MoveValue>,
+    /// The pits of the best moves.
+    pub best: Vec<u8>,
+    /// Why the game is over, if it is.
+    pub game_over: Option<&'static str>,
+}
+
+/// One step of a principal variation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Ply {
+    /// 0 for the side to move at the start, 1 for its opponent.
+    pub player: u8,
+    pub pit: u8,
+    pub captured: u8,
+    /// The position after the move, seen from the side now to move.
+    pub after: Vec<u8>,
+}
+
+/// A principal variation to the end of the game and its score.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Line {
+    pub plies: Vec<Ply>,
+    /// How the line ends: "no seeds", "cannot feed", "opponent starved", "cycle", ...
+    pub end: String,
+    /// Seeds won from the start position by the side to move and by its opponent,
+    /// counting the seeds left at the end (split evenly on a cycle).
+    pub score: [f64; 2],
+}
+
+impl Database {
+    /// Opens the database of `rules` and `pits` under the root folder `root` (as given to
+    /// `awari build --dir`). Fails only if the board size is not supported; missing
+    /// levels are reported when a probe needs them.
+    pub fn open(root: &Path, rules: Rules, pits: usize) -> Result<Database> {
+        let max = Index::max_supported(pits).map_err(Error::Input)?;
+        let index = Index::new(pits, max).map_err(Error::Input)?;
+        Ok(Database {
+            root: root.to_path_buf(),
+            dir: db_dir(root, rules, pits),
+            rules,
+            pits,
+            index,
+            levels: (0..=max).map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    pub fn rules(&self) -> Rules {
+        self.rules
+    }
+
+    pub fn pits(&self) -> usize {
+        self.pits
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Level `n`, opened and checked on first use.
+    pub fn level(&self, n: usize) -> Result<&Level> {
+        let cell = self.levels.get(n).ok_or_else(|| {
+            Error::Input(format!("{n} seeds: more than this board size supports"))
+        })?;
+        if let Some(l) = cell.get() {
+            return Ok(l);
+        }
+        let path = level_path(&self.dir, n);
+        if !path.exists() {
+            return Err(Error::MissingLevel {
+                seeds: n,
+                rules: self.rules,
+                pits: self.pits,
+                dir: self.dir.clone(),
+                command: build_command(&self.root, self.rules, self.pits, n),
+            });
+        }
+        let level = Level::open(&path, &expect(self.rules, &self.index, n), Check::Full)?;
+        let _ = cell.set(level);
+        Ok(cell.get().unwrap())
+    }
+
+    /// Parses a position given as pit counts, side to move first.
+    pub fn board(&self, counts: &[u32]) -> Result<Board> {
+        Board::from_counts(self.pits, counts).map_err(Error::Input)
+    }
+
+    fn check_board(&self, board: &Board) -> Result<()> {
+        if board.pits_per_side() != self.pits {
+            return Err(Error::Input(format!(
+                "a board of {} pits per side, but the database has {}",
+                board.pits_per_side(),
+                self.pits
+            )));
+        }
+        Ok(())
+    }
+
+    /// The value of a position for the side to move: its final margin under perfect play.
+    pub fn probe(&self, board: &Board) -> Result<i8> {
+        self.check_board(board)?;
+        if board.is_stored() {
+            let n = board.seeds();
+            return Ok(self.level(n)?.value(self.index.rank(board)));
+        }
+        Ok(self.analyze(board)?.value)
+    }
+
+    /// The value of a position and of each of its legal moves.
+    pub fn analyze(&self, board: &Board) -> Result<Analysis> {
+        self.check_board(board)?;
+        let n = board.seeds();
+        let legal = legal_moves(board, self.rules);
+        let mut moves = Vec::with_capacity(legal.len());
+        for m in legal.as_slice() {
+            let value = if m.ends_game {
+                n as i8
+            } else {
+                m.captured as i8 - self.probe(&m.child)?
+            };
+            moves.push(MoveValue {
+                pit: m.pit,
+                value,
+                captured: m.captured,
+                ends_game: m.ends_game,
+            });
+        }
+        let (value, game_over) = match legal.terminal_value {
+            Some(v) if v < 0 || n == 0 => {
+                (v, Some("no seeds to move: the opponent takes the rest"))
+            }
+            Some(v) => (
+                v,
+                Some("cannot feed the opponent: the side to move takes the rest"),
+            ),
+            None => (moves.iter().map(|m| m.value).max().unwrap(), None),
+        };
+        let stored = board.is_stored();
+        if stored {
+            let v = self.level(n)?.value(self.index.rank(board));
+            if v != value {
+                return Err(Error::bad(
+                    level_path(&self.dir, n),
+                    format!(
+                        "inconsistent: position {board} is stored as {v} but its moves give {value}; run `awari verify`"
+                    ),
+                ));
+            }
+        }
+        let best = moves
+            .iter()
+            .filter(|m| m.value == value)
+            .map(|m| m.pit)
+            .collect();
+        Ok(Analysis {
+            pits: board.pits().to_vec(),
+            seeds: n,
+            value,
+            stored,
+            moves,
+            best,
+            game_over,
+        })
+    }
+
+    /// Plays best moves (the lowest best pit each time) from `board` to the end of the
+    /// game, or until a position repeats (endless play: the seeds left are split).
+    pub fn line(&self, board: &Board, max_plies: usize) -> Result<Line> {
+        let mut pos = *board;
+        let mut score = [0f64; 2];
+        let mut plies = Vec::new();
+        let mut seen = HashSet::new();
+        seen.insert(pos);
+        let mut player = 0u8;
+        let end;
+        loop {
+            let a = self.analyze(&pos)?;
+            let n = pos.seeds() as f64;
+            if let Some(why) = a.game_over {
+                // The side to move gets (n + v) / 2 of what is left.
+                let v = a.value as f64;
+                score[player as usize] += (n + v) / 2.0;
+                score[1 - player as usize] += (n - v) / 2.0;
+                end = why.to_string();
+                break;
+            }
+            let best = a.best[0];
+            let m = legal_moves(&pos, self.rules)
+                .as_slice()
+                .iter()
+                .copied()
+                .find(|m| m.pit == best)
+                .unwrap();
+            score[player as usize] += m.captured as f64;
+            plies.push(Ply {
+                player,
+                pit: m.pit,
+                captured: m.captured,
+                after: m.child.pits().to_vec(),
+            });
+            if m.ends_game {
+                score[player as usize] += m.child.seeds() as f64;
+                end = "the opponent is left without seeds: the mover takes the rest".into();
+                break;
+            }
+            pos = m.child;
+            player = 1 - player;
+            if !seen.insert(pos) {
+                let left = pos.seeds() as f64;
+                score[0] += left / 2.0;
+                score[1] += left / 2.0;
+                end = "a position repeats (endless play): the seeds left are split evenly".into();
+                break;
+            }
+            if plies.len() >= max_plies {
+                end = format!("stopped after {max_plies} plies");
+                break;
+            }
+        }
+        Ok(Line { plies, end, score })
+    }
+}
+
+impl Index {
+    /// The most seeds on a board of `p` pits per side whose levels this index can rank.
+    pub fn max_supported(p: usize) -> std::result::Result<usize, String> {
+        if !(2..=MAX_PITS).contains(&p) {
+            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+        }
+        let mut n = MAX_SEEDS;
+        while Index::new(p, n).is_err() {
+            n -= 1;
+        }
+        Ok(n)
+    }
+}
+
+/// The board as text: the opponent's row on top (pit 2P-1 on the left), the side to
+/// move below (pit 0 on the left), as players see it across the board.
+pub fn draw(board: &Board) -> String {
+    let p = board.pits_per_side();
+    let cell = |i: usize| format!("{:>4}", board.get(i));
+    let mut s = String::new();
+    s += "  opponent ";
+    for i in (p..2 * p).rev() {
+        s += &format!(
+            "{:>4}",
+            format!("{}", (b'a' + i as u8 - p as u8) as char).to_uppercase()
+        );
+    }
+    s += "\n           ";
+    for i in (p..2 * p).rev() {
+        s += &cell(i);
+    }
+    s += "\n           ";
+    for i in 0..p {
+        s += &cell(i);
+    }
+    s += "\n  to move  ";
+    for i in 0..p {
+        s += &format!("{:>4}", (b'a' + i as u8) as char);
+    }
+    s += "\n";
+    s
+}

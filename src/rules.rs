@@ -1,0 +1,605 @@
+//! The game: boards of 2 x P pits, moves, captures, game ends and un-moves, under the two
+//! rule sets of DESIGN section 1.
+//!
+//! A board is always seen from the side to move: pits `0..P` are its own, `P..2P` the
+//! opponent's, numbered counter-clockwise. After a move the board is turned round, so a
+//! child is again seen from the side to move.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Most pits per side the builder supports.
+pub const MAX_PITS: usize = 8;
+/// Most seeds on a board: values are signed bytes, so `n <= 127`.
+pub const MAX_SEEDS: usize = 127;
+
+/// The rule set. Both play the same moves; they differ in what happens when a move would
+/// leave the opponent without seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rules {
+    /// Romein & Bal's solution (Computer Olympiad rules): a move that leaves the opponent
+    /// no seeds is illegal unless every move does so; then it is played and the mover takes
+    /// every seed left.
+    Awari,
+    /// Abapa tournament rules: a capture of every opponent seed (grand slam) captures
+    /// nothing; a player who cannot feed an empty opponent takes every seed left.
+    Oware,
+}
+
+impl Rules {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rules::Awari => "awari",
+            Rules::Oware => "oware",
+        }
+    }
+
+    /// Code stored in level file headers.
+    pub fn code(self) -> u8 {
+        match self {
+            Rules::Awari => 0,
+            Rules::Oware => 1,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Rules> {
+        match code {
+            0 => Some(Rules::Awari),
+            1 => Some(Rules::Oware),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Rules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Rules {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "awari" => Ok(Rules::Awari),
+            "oware" | "abapa" => Ok(Rules::Oware),
+            _ => Err(format!(
+                "unknown rule set '{s}' (expected 'awari' or 'oware')"
+            )),
+        }
+    }
+}
+
+/// A position: `2P` pit counts, side to move first. Pits past `2P` are always zero, so
+/// that boards of one size compare and hash by their array.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Board {
+    pits: [u8; 2 * MAX_PITS],
+    p: u8,
+}
+
+impl Board {
+    /// An empty board with `p` pits per side.
+    pub fn empty(p: usize) -> Board {
+        assert!((2..=MAX_PITS).contains(&p), "pits per side must be 2..=8");
+        Board {
+            pits: [0; 2 * MAX_PITS],
+            p: p as u8,
+        }
+    }
+
+    /// A board from `2P` counts, side to move first. Errors say what is wrong, in words a
+    /// user can act on.
+    pub fn from_counts(p: usize, counts: &[u32]) -> Result<Board, String> {
+        if !(2..=MAX_PITS).contains(&p) {
+            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+        }
+        if counts.len() != 2 * p {
+            return Err(format!(
+                "a board of {p} pits per side needs {} pit counts, got {}",
+                2 * p,
+                counts.len()
+            ));
+        }
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        if total > MAX_SEEDS as u64 {
+            return Err(format!(
+                "{total} seeds on the board; at most {MAX_SEEDS} are supported"
+            ));
+        }
+        let mut b = Board::empty(p);
+        for (i, &c) in counts.iter().enumerate() {
+            b.pits[i] = c as u8;
+        }
+        Ok(b)
+    }
+
+    /// The start position: `k` seeds in each of the `2p` pits.
+    pub fn start(p: usize, k: usize) -> Board {
+        let mut b = Board::empty(p);
+        for i in 0..2 * p {
+            b.pits[i] = k as u8;
+        }
+        b
+    }
+
+    #[inline]
+    pub fn pits_per_side(&self) -> usize {
+        self.p as usize
+    }
+
+    /// The `2P` pit counts, side to move first.
+    #[inline]
+    pub fn pits(&self) -> &[u8] {
+        &self.pits[..2 * self.p as usize]
+    }
+
+    #[inline]
+    pub fn pits_mut(&mut self) -> &mut [u8] {
+        let n = 2 * self.p as usize;
+        &mut self.pits[..n]
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> u8 {
+        self.pits[i]
+    }
+
+    #[inline]
+    pub fn set(&mut self, i: usize, v: u8) {
+        self.pits[i] = v;
+    }
+
+    /// Seeds on the board: the level the position belongs to.
+    #[inline]
+    pub fn seeds(&self) -> usize {
+        self.pits().iter().map(|&c| c as usize).sum()
+    }
+
+    #[inline]
+    pub fn own_seeds(&self) -> usize {
+        self.pits[..self.p as usize]
+            .iter()
+            .map(|&c| c as usize)
+            .sum()
+    }
+
+    #[inline]
+    pub fn opponent_seeds(&self) -> usize {
+        let p = self.p as usize;
+        self.pits[p..2 * p].iter().map(|&c| c as usize).sum()
+    }
+
+    /// Whether the database stores this position: some opponent pit is empty (the
+    /// opponent has just sowed from it). Others are answered from their children.
+    #[inline]
+    pub fn is_stored(&self) -> bool {
+        let p = self.p as usize;
+        self.pits[p..2 * p].contains(&0)
+    }
+
+    /// The board seen from the other side.
+    #[inline]
+    pub fn turned(&self) -> Board {
+        let p = self.p as usize;
+        let mut t = Board::empty(p);
+        t.pits[..p].copy_from_slice(&self.pits[p..2 * p]);
+        t.pits[p..2 * p].copy_from_slice(&self.pits[..p]);
+        t
+    }
+}
+
+impl fmt::Debug for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Board(")?;
+        for (i, c) in self.pits().iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl fmt::Display for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.pits().iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One legal move and where it leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The pit sowed from (0-based, side to move).
+    pub pit: u8,
+    /// Seeds captured by the move.
+    pub captured: u8,
+    /// The game ends after the move and the mover takes every seed left (an Awari move
+    /// forced to leave the opponent without seeds). Such a move is worth `n`.
+    pub ends_game: bool,
+    /// The position after the move, seen from the opponent (now to move).
+    pub child: Board,
+}
+
+impl Move {
+    /// Whether the move stays in the level: nothing captured and the game goes on.
+    #[inline]
+    pub fn stays_in_level(&self) -> bool {
+        self.captured == 0 && !self.ends_game
+    }
+}
+
+/// The legal moves of a position, or why there are none.
+#[derive(Clone, Copy, Debug)]
+pub struct Moves {
+    list: [Move; MAX_PITS],
+    len: u8,
+    /// The value of the game end when there is no legal move: `-n` when the side to move
+    /// has no seeds, `+n` under Oware when it cannot feed the opponent.
+    pub terminal_value: Option<i8>,
+}
+
+impl Moves {
+    pub fn as_slice(&self) -> &[Move] {
+        &self.list[..self.len as usize]
+    }
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// Sows pit `o` in place (in the mover's frame, not turned) and returns the last pit sown.
+/// Every lap skips `o`, so `o` is empty afterwards.
+#[inline]
+fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
+    let s = pits[o] as usize;
+    debug_assert!(s > 0);
+    pits[o] = 0;
+    let laps = s / (np - 1);
+    let rem = s % (np - 1);
+    if laps > 0 {
+        for (j, c) in pits[..np].iter_mut().enumerate() {
+            if j != o {
+                *c += laps as u8;
+            }
+        }
+    }
+    if rem == 0 {
+        // The last seed of a whole lap lands just before the origin.
+        return (o + np - 1) % np;
+    }
+    let mut j = o;
+    for _ in 0..rem {
+        j += 1;
+        if j == np {
+            j = 0;
+        }
+        pits[j] += 1;
+    }
+    j
+}
+
+/// Plays the sowing of pit `o` of `board` (non-empty) with captures, but before turning
+/// the board. Returns the board in the mover's frame, the seeds captured, and whether the
+/// opponent is left without seeds. Under Oware a grand slam captures nothing.
+#[inline]
+fn play_raw(board: &Board, rules: Rules, o: usize) -> ([u8; 2 * MAX_PITS], u8, bool) {
+    let p = board.p as usize;
+    let np = 2 * p;
+    let mut pits = board.pits;
+    let last = sow(&mut pits, np, o);
+    let mut captured = 0u8;
+    if last >= p {
+        let before = pits;
+        let mut j = last;
+        while j >= p && (pits[j] == 2 || pits[j] == 3) {
+            captured += pits[j];
+            pits[j] = 0;
+            j -= 1;
+        }
+        if captured > 0 && rules == Rules::Oware && pits[p..np].iter().all(|&c| c == 0) {
+            // Grand slam: the capture would take every opponent seed, so it takes none.
+            pits = before;
+            captured = 0;
+        }
+    }
+    let starved = pits[p..np].iter().all(|&c| c == 0);
+    (pits, captured, starved)
+}
+
+#[inline]
+fn turn(pits: &[u8; 2 * MAX_PITS], p: usize) -> Board {
+    let mut t = Board::empty(p);
+    t.pits[..p].copy_from_slice(&pits[p..2 * p]);
+    t.pits[p..2 * p].copy_from_slice(&pits[..p]);
+    t
+}
+
+/// Every legal move of `board` under `rules`, in pit order.
+pub fn legal_moves(board: &Board, rules: Rules) -> Moves {
+    let p = board.p as usize;
+    let empty = Move {
+        pit: 0,
+        captured: 0,
+        ends_game: false,
+        child: Board::empty(p),
+    };
+    let mut out = Moves {
+        list: [empty; MAX_PITS],
+        len: 0,
+        terminal_value: None,
+    };
+    let n = board.seeds();
+    if board.own_seeds() == 0 {
+        // No seeds to move: the opponent takes every seed left.
+        out.terminal_value = Some(-(n as i8));
+        return out;
+    }
+    let mut starving = [false; MAX_PITS];
+    let mut all_starve = true;
+    for o in 0..p {
+        if board.pits[o] == 0 {
+            continue;
+        }
+        let (pits, captured, starved) = play_raw(board, rules, o);
+        let i = out.len as usize;
+        out.list[i] = Move {
+            pit: o as u8,
+            captured,
+            ends_game: false,
+            child: turn(&pits, p),
+        };
+        starving[i] = starved;
+        all_starve &= starved;
+        out.len += 1;
+    }
+    if all_starve {
+        match rules {
+            // Forced: the move is played and the mover takes every seed left.
+            Rules::Awari => {
+                for m in &mut out.list[..out.len as usize] {
+                    m.ends_game = true;
+                }
+            }
+            // Cannot feed: the game ends before any move, the mover takes every seed.
+            Rules::Oware => {
+                out.len = 0;
+                out.terminal_value = Some(n as i8);
+            }
+        }
+        return out;
+    }
+    // Some move leaves the opponent seeds: the others are illegal under both rule sets
+    // (Oware: they fail to feed an empty opponent; a grand slam never starves).
+    let mut k = 0;
+    for (i, &starves) in starving.iter().enumerate().take(out.len as usize) {
+        if !starves {
+            out.list[k] = out.list[i];
+            k += 1;
+        }
+    }
+    out.len = k as u8;
+    out
+}
+
+/// Calls `f` with every predecessor of `child` by a legal move that stays in the level
+/// (no capture, the game goes on), each once. Predecessors are seen from their own side
+/// to move; some of them are not stored positions (full opponent row).
+///
+/// Each candidate is made by un-sowing and then confirmed by playing the move forward,
+/// which keeps this exactly the inverse of [`legal_moves`] for in-level moves.
+pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
+    let p = child.p as usize;
+    let np = 2 * p;
+    // The mover's own row is the child's opponent row; a move that stays in the level
+    // leaves the mover's opponent (the child's side to move) with seeds.
+    if child.own_seeds() == 0 {
+        return;
+    }
+    // The position before the move, in the mover's frame.
+    let base = turn(&child.pits, p);
+    for o in 0..p {
+        if base.pits[o] != 0 {
+            continue;
+        }
+        let mut par = base.pits;
+        let mut j = o;
+        for s in 1..=MAX_SEEDS {
+            j += 1;
+            if j == np {
+                j = 0;
+            }
+            if j == o {
+                j += 1;
+                if j == np {
+                    j = 0;
+                }
+            }
+            if par[j] == 0 {
+                // This pit would have to receive a seed it does not hold; larger counts
+                // need even more, so no larger count works either.
+                break;
+            }
+            par[j] -= 1;
+            let mut cand = par;
+            cand[o] = s as u8;
+            let parent = Board {
+                pits: cand,
+                p: child.p,
+            };
+            if confirms(&parent, rules, o, child) {
+                f(&parent);
+            }
+        }
+    }
+}
+
+/// Whether sowing pit `o` of `parent` is a legal in-level move that leads to `child`.
+#[inline]
+fn confirms(parent: &Board, rules: Rules, o: usize, child: &Board) -> bool {
+    let p = parent.p as usize;
+    let (pits, captured, starved) = play_raw(parent, rules, o);
+    if captured != 0 || starved {
+        return false;
+    }
+    if turn(&pits, p) != *child {
+        return false;
+    }
+    // A non-starving move is legal under both rule sets.
+    true
+}
+
+/// Collects [`for_each_unmove`] into a vector (tests and tools; not for hot loops).
+pub fn unmoves(child: &Board, rules: Rules) -> Vec<Board> {
+    let mut v = Vec::new();
+    for_each_unmove(child, rules, |b| v.push(*b));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(counts: &[u32]) -> Board {
+        Board::from_counts(counts.len() / 2, counts).unwrap()
+    }
+
+    fn find(moves: &Moves, pit: u8) -> Move {
+        *moves.as_slice().iter().find(|m| m.pit == pit).unwrap()
+    }
+
+    #[test]
+    fn simple_sow_and_turn() {
+        let board = b(&[4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]);
+        let m = legal_moves(&board, Rules::Awari);
+        assert_eq!(m.len(), 6);
+        let m0 = find(&m, 0);
+        assert_eq!(m0.captured, 0);
+        // Mover's frame after sowing pit 0: 0 5 5 5 5 4 | 4 ... ; turned: opponent first.
+        assert_eq!(m0.child, b(&[4, 4, 4, 4, 4, 4, 0, 5, 5, 5, 5, 4]));
+    }
+
+    #[test]
+    fn lap_of_twelve_or_more_skips_origin() {
+        // 12 seeds from pit 2 on a 2x6 board: 11 pits get one, the 12th seed goes to pit 3
+        // again, never back into pit 2.
+        let mut counts = [0u32; 12];
+        counts[2] = 12;
+        counts[8] = 1;
+        let board = b(&counts);
+        let m = find(&legal_moves(&board, Rules::Awari), 2);
+        let mut expect = [1u8; 12];
+        expect[2] = 0;
+        expect[3] = 2;
+        expect[8] = 2;
+        // Last seed in pit 3 (own row): no capture.
+        assert_eq!(m.captured, 0);
+        assert_eq!(m.child.turned().pits(), &expect[..]);
+        // 23 seeds: two full laps (22) plus one; origin still empty.
+        let mut counts = [0u32; 12];
+        counts[0] = 23;
+        counts[7] = 1;
+        let m = find(&legal_moves(&b(&counts), Rules::Awari), 0);
+        let after = m.child.turned();
+        assert_eq!(after.get(0), 0);
+        assert_eq!(after.get(1), 3);
+        assert_eq!(after.get(7), 3);
+        assert_eq!(after.get(11), 2);
+        assert_eq!(after.seeds(), 24);
+    }
+
+    #[test]
+    fn capture_chain_stops_at_own_row_and_at_1_or_4() {
+        // Sow pit 5 (3 seeds) into 6, 7, 8: they hold 1, 2, 1 before -> 2, 3, 2: all
+        // captured back to pit 6, and the chain stops at the own row (pit 5).
+        let board = b(&[0, 0, 0, 0, 1, 3, 1, 2, 1, 0, 0, 5]);
+        let m = find(&legal_moves(&board, Rules::Awari), 5);
+        assert_eq!(m.captured, 7);
+        assert_eq!(m.child.turned(), b(&[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 5]));
+        // A pit of 4 in the chain stops it: 6 holds 3 -> 4.
+        let board = b(&[0, 0, 0, 0, 1, 3, 3, 2, 1, 0, 0, 5]);
+        let m = find(&legal_moves(&board, Rules::Awari), 5);
+        assert_eq!(m.captured, 5);
+        assert_eq!(m.child.turned(), b(&[0, 0, 0, 0, 1, 0, 4, 0, 0, 0, 0, 5]));
+        // A pit of 1 stops it: 7 holds 0 -> 1.
+        let board = b(&[0, 0, 0, 0, 1, 3, 1, 0, 1, 0, 0, 5]);
+        let m = find(&legal_moves(&board, Rules::Awari), 5);
+        assert_eq!(m.captured, 2);
+        // Last seed in own row: nothing captured.
+        let board = b(&[0, 0, 1, 0, 1, 0, 1, 1, 1, 0, 0, 5]);
+        let m = find(&legal_moves(&board, Rules::Awari), 2);
+        assert_eq!(m.captured, 0);
+    }
+
+    #[test]
+    fn grand_slam_under_each_rule_set() {
+        // Pit 5 with 2 seeds into 6 and 7, each holding 1 -> 2 and 2: all opponent seeds.
+        // Pit 0 gives another move that does not starve.
+        let board = b(&[1, 0, 0, 0, 0, 2, 1, 1, 0, 0, 0, 0]);
+        let aw = legal_moves(&board, Rules::Awari);
+        assert_eq!(aw.as_slice().iter().map(|m| m.pit).collect::<Vec<_>>(), [0]);
+        let ow = legal_moves(&board, Rules::Oware);
+        assert_eq!(ow.len(), 2);
+        let slam = find(&ow, 5);
+        assert_eq!(slam.captured, 0);
+        assert!(!slam.ends_game);
+        assert_eq!(
+            slam.child.turned(),
+            b(&[1, 0, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0])
+        );
+        // Awari, every move starves: forced, the mover takes every seed left.
+        let board = b(&[0, 0, 0, 0, 0, 2, 1, 1, 0, 0, 0, 0]);
+        let aw = legal_moves(&board, Rules::Awari);
+        assert_eq!(aw.len(), 1);
+        let m = find(&aw, 5);
+        assert!(m.ends_game);
+        assert_eq!(m.captured, 4);
+        // Same under Oware: no capture, the game goes on.
+        let ow = legal_moves(&board, Rules::Oware);
+        assert_eq!(ow.len(), 1);
+        assert!(ow.as_slice()[0].stays_in_level());
+    }
+
+    #[test]
+    fn feeding_and_game_end() {
+        // Opponent empty; pit 5 (1 seed) feeds, pit 0 (1 seed) does not.
+        let board = b(&[1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+        for rules in [Rules::Awari, Rules::Oware] {
+            let m = legal_moves(&board, rules);
+            assert_eq!(m.as_slice().iter().map(|m| m.pit).collect::<Vec<_>>(), [5]);
+            assert_eq!(m.terminal_value, None);
+        }
+        // Nobody can be fed: Awari plays a forced move worth everything, Oware ends.
+        let board = b(&[2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let aw = legal_moves(&board, Rules::Awari);
+        assert_eq!(aw.len(), 2);
+        assert!(aw.as_slice().iter().all(|m| m.ends_game));
+        let ow = legal_moves(&board, Rules::Oware);
+        assert!(ow.is_empty());
+        assert_eq!(ow.terminal_value, Some(3));
+        // No seeds of my own: the opponent takes the rest.
+        let board = b(&[0, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 0]);
+        for rules in [Rules::Awari, Rules::Oware] {
+            let m = legal_moves(&board, rules);
+            assert!(m.is_empty());
+            assert_eq!(m.terminal_value, Some(-4));
+        }
+    }
+
+    #[test]
+    fn unmoves_invert_a_known_move() {
+        let parent = b(&[4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]);
+        let child = find(&legal_moves(&parent, Rules::Awari), 3).child;
+        assert!(unmoves(&child, Rules::Awari).contains(&parent));
+    }
+}

@@ -1,0 +1,407 @@
+//! Level files (DESIGN section 4): a fixed header, then one signed byte per position in
+//! index order from a page-aligned offset.
+//!
+//! Header (little-endian, the rest of the first 4096 bytes zero):
+//!
+//! | bytes  | field |
+//! |--------|-------|
+//! | 0..8   | magic `AWARIDB\0` |
+//! | 8..12  | format version (1) |
+//! | 12     | rule set (0 awari, 1 oware) |
+//! | 13     | pits per side P |
+//! | 14     | index scheme (1 = Romein-Bal order, DESIGN section 3) |
+//! | 15     | complete mark (1) |
+//! | 16..20 | seeds n (the level) |
+//! | 20..24 | payload offset (4096) |
+//! | 24..32 | positions |
+//! | 32..40 | payload checksum (XXH3-64) |
+//! | 40..48 | header checksum (XXH3-64 of bytes 0..40) |
+//!
+//! A level is written under a temporary name and renamed into place only once complete,
+//! checksummed and synced, so a crash never leaves a level that looks finished. Nothing
+//! host- or time-dependent is stored: a level built twice is byte-identical.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+use crate::error::{Error, Result};
+use crate::rules::Rules;
+
+pub const MAGIC: [u8; 8] = *b"AWARIDB\0";
+pub const VERSION: u32 = 1;
+pub const INDEX_ROMEIN_BAL: u8 = 1;
+/// Where the payload starts: one page, so the payload map is page-aligned.
+pub const PAYLOAD_OFFSET: usize = 4096;
+
+/// What a level file says about itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub rules: Rules,
+    pub pits: usize,
+    pub seeds: usize,
+    pub positions: u64,
+    pub checksum: u64,
+}
+
+impl Header {
+    pub fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
+        let mut h = [0u8; PAYLOAD_OFFSET];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[12] = self.rules.code();
+        h[13] = self.pits as u8;
+        h[14] = INDEX_ROMEIN_BAL;
+        h[15] = 1;
+        h[16..20].copy_from_slice(&(self.seeds as u32).to_le_bytes());
+        h[20..24].copy_from_slice(&(PAYLOAD_OFFSET as u32).to_le_bytes());
+        h[24..32].copy_from_slice(&self.positions.to_le_bytes());
+        h[32..40].copy_from_slice(&self.checksum.to_le_bytes());
+        let hc = xxh3_64(&h[0..40]);
+        h[40..48].copy_from_slice(&hc.to_le_bytes());
+        h
+    }
+
+    /// Decodes a header; the error says what is wrong with it.
+    pub fn decode(h: &[u8]) -> std::result::Result<Header, String> {
+        if h.len() < PAYLOAD_OFFSET {
+            return Err(format!(
+                "truncated: {} bytes, shorter than the {PAYLOAD_OFFSET}-byte header",
+                h.len()
+            ));
+        }
+        if h[0..8] != MAGIC {
+            return Err("not an awari level file (bad magic)".into());
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
+        let version = u32_at(8);
+        if version != VERSION {
+            return Err(format!(
+                "format version {version}, this tool reads version {VERSION}"
+            ));
+        }
+        if u64_at(40) != xxh3_64(&h[0..40]) {
+            return Err("damaged header (header checksum mismatch)".into());
+        }
+        if h[15] != 1 {
+            return Err("unfinished level (no complete mark)".into());
+        }
+        if h[14] != INDEX_ROMEIN_BAL {
+            return Err(format!("unknown index scheme {}", h[14]));
+        }
+        if u32_at(20) as usize != PAYLOAD_OFFSET {
+            return Err(format!("unexpected payload offset {}", u32_at(20)));
+        }
+        let rules = Rules::from_code(h[12]).ok_or_else(|| format!("unknown rule set {}", h[12]))?;
+        Ok(Header {
+            rules,
+            pits: h[13] as usize,
+            seeds: u32_at(16) as usize,
+            positions: u64_at(24),
+            checksum: u64_at(32),
+        })
+    }
+}
+
+/// The checksum of a payload.
+pub fn checksum(payload: &[u8]) -> u64 {
+    xxh3_64(payload)
+}
+
+/// The file name of level `n` in a database folder.
+pub fn level_path(dir: &Path, n: usize) -> PathBuf {
+    dir.join(format!("level-{n:03}.awl"))
+}
+
+/// What the caller expects a level to be; opening refuses anything else.
+#[derive(Clone, Copy, Debug)]
+pub struct Expect {
+    pub rules: Rules,
+    pub pits: usize,
+    pub seeds: usize,
+    pub positions: u64,
+}
+
+/// Whether opening a level reads the whole payload to check its checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    HeaderOnly,
+    Full,
+}
+
+/// An open, memory-mapped, complete level.
+pub struct Level {
+    path: PathBuf,
+    header: Header,
+    map: Mmap,
+}
+
+impl Level {
+    /// Opens the level at `path`, checking it against `expect` (and its payload checksum
+    /// with [`Check::Full`]).
+    pub fn open(path: &Path, expect: &Expect, check: Check) -> Result<Level> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: level files are written once under a temporary name and never changed
+        // in place; a file changed underneath is a user error that checksums catch.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let header = Header::decode(&map).map_err(|p| Error::bad(path, p))?;
+        let mismatch = |what: &str, got: String, want: String| {
+            Error::bad(
+                path,
+                format!("holds {what} {got}, expected {want}: a level of another database"),
+            )
+        };
+        if header.rules != expect.rules {
+            return Err(mismatch(
+                "rules",
+                header.rules.to_string(),
+                expect.rules.to_string(),
+            ));
+        }
+        if header.pits != expect.pits {
+            return Err(mismatch(
+                "P =",
+                header.pits.to_string(),
+                expect.pits.to_string(),
+            ));
+        }
+        if header.seeds != expect.seeds {
+            return Err(mismatch(
+                "level",
+                header.seeds.to_string(),
+                expect.seeds.to_string(),
+            ));
+        }
+        if header.positions != expect.positions {
+            return Err(mismatch(
+                "positions:",
+                header.positions.to_string(),
+                expect.positions.to_string(),
+            ));
+        }
+        let want_len = PAYLOAD_OFFSET as u64 + header.positions;
+        if map.len() as u64 != want_len {
+            return Err(Error::bad(
+                path,
+                format!(
+                    "{} bytes, expected {want_len}: {}",
+                    map.len(),
+                    if (map.len() as u64) < want_len {
+                        "truncated"
+                    } else {
+                        "trailing data"
+                    }
+                ),
+            ));
+        }
+        let level = Level {
+            path: path.to_path_buf(),
+            header,
+            map,
+        };
+        if check == Check::Full {
+            level.check_checksum()?;
+        }
+        Ok(level)
+    }
+
+    /// Recomputes the payload checksum and compares it with the header.
+    pub fn check_checksum(&self) -> Result<()> {
+        let got = checksum(self.bytes());
+        if got != self.header.checksum {
+            return Err(Error::bad(
+                &self.path,
+                format!(
+                    "damaged payload (checksum {got:016x}, header says {:016x})",
+                    self.header.checksum
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The payload as raw bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        &self.map[PAYLOAD_OFFSET..]
+    }
+
+    /// The value of the position with index `i`.
+    #[inline]
+    pub fn value(&self, i: u64) -> i8 {
+        self.map[PAYLOAD_OFFSET + i as usize] as i8
+    }
+}
+
+/// Writes one level under a temporary name; [`LevelWriter::finish`] makes it visible.
+/// Dropped unfinished (an error, a panic), it removes its temporary file.
+pub struct LevelWriter {
+    tmp: PathBuf,
+    path: PathBuf,
+    file: Option<std::io::BufWriter<File>>,
+    hasher: Xxh3,
+    header: Header,
+    written: u64,
+}
+
+impl LevelWriter {
+    pub fn create(
+        path: &Path,
+        rules: Rules,
+        pits: usize,
+        seeds: usize,
+        positions: u64,
+    ) -> Result<Self> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, e))?;
+        let mut w = LevelWriter {
+            path: path.to_path_buf(),
+            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+            hasher: Xxh3::new(),
+            header: Header {
+                rules,
+                pits,
+                seeds,
+                positions,
+                checksum: 0,
+            },
+            written: 0,
+            tmp,
+        };
+        // A zero header (no magic, no complete mark) until the payload is in.
+        let zeros = [0u8; PAYLOAD_OFFSET];
+        w.io(|f| f.write_all(&zeros))?;
+        Ok(w)
+    }
+
+    fn io<T>(
+        &mut self,
+        op: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<T>,
+    ) -> Result<T> {
+        let f = self.file.as_mut().expect("writer used after finish");
+        op(f).map_err(|e| Error::io(&self.tmp, e))
+    }
+
+    /// Appends payload bytes in index order.
+    pub fn write(&mut self, payload: &[u8]) -> Result<()> {
+        self.hasher.update(payload);
+        self.written += payload.len() as u64;
+        self.io(|f| f.write_all(payload))
+    }
+
+    /// Writes the header, syncs and renames the file into place.
+    pub fn finish(mut self) -> Result<Header> {
+        if self.written != self.header.positions {
+            return Err(Error::bad(
+                &self.tmp,
+                format!(
+                    "wrote {} positions, level has {}",
+                    self.written, self.header.positions
+                ),
+            ));
+        }
+        self.header.checksum = self.hasher.digest();
+        let h = self.header.encode();
+        self.io(|f| {
+            f.flush()?;
+            let file = f.get_mut();
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(&h)?;
+            file.sync_all()
+        })?;
+        self.file = None;
+        fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        if let Some(dir) = self.path.parent() {
+            // Make the rename itself durable; not all file systems allow this.
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(self.header)
+    }
+}
+
+impl Drop for LevelWriter {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_open_and_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = level_path(dir.path(), 3);
+        let mut w = LevelWriter::create(&path, Rules::Awari, 6, 3, 5).unwrap();
+        w.write(&[1, 2]).unwrap();
+        w.write(&[0xff, 0, 3]).unwrap();
+        assert!(!path.exists());
+        w.finish().unwrap();
+        let expect = Expect {
+            rules: Rules::Awari,
+            pits: 6,
+            seeds: 3,
+            positions: 5,
+        };
+        let l = Level::open(&path, &expect, Check::Full).unwrap();
+        assert_eq!(l.value(2), -1);
+        assert_eq!(l.bytes(), &[1, 2, 0xff, 0, 3]);
+        let other = Expect {
+            rules: Rules::Oware,
+            ..expect
+        };
+        let e = Level::open(&path, &other, Check::HeaderOnly).err().unwrap();
+        assert!(
+            e.to_string().contains("rules oware") || e.to_string().contains("awari"),
+            "{e}"
+        );
+        // One changed payload byte fails the full check only.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[PAYLOAD_OFFSET + 1] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert!(Level::open(&path, &expect, Check::HeaderOnly).is_ok());
+        let e = Level::open(&path, &expect, Check::Full).err().unwrap();
+        assert!(e.to_string().contains("damaged payload"), "{e}");
+        // Truncated.
+        fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        let e = Level::open(&path, &expect, Check::HeaderOnly)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("truncated"), "{e}");
+    }
+
+    #[test]
+    fn unfinished_writer_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = level_path(dir.path(), 1);
+        {
+            let mut w = LevelWriter::create(&path, Rules::Oware, 4, 1, 3).unwrap();
+            w.write(&[1]).unwrap();
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
