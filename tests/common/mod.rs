@@ -1,0 +1,111 @@
+//! A reference solver written only for the tests: value iteration from zero (DESIGN
+//! section 2(b)) over every position of a level, stored or not, with positions found by
+//! a hash map (no ranking, no level files, no un-moves). It shares only the rules code
+//! with the builder.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+
+use awari::{legal_moves, Board, Rules};
+use rayon::prelude::*;
+
+/// Every position of `n` seeds on `2p` pits (stored or not).
+pub fn all_positions(p: usize, n: usize) -> Vec<Board> {
+    let mut out = Vec::new();
+    let mut pits = vec![0u32; 2 * p];
+    fn rec(i: usize, left: u32, pits: &mut Vec<u32>, p: usize, out: &mut Vec<Board>) {
+        if i + 1 == pits.len() {
+            pits[i] = left;
+            out.push(Board::from_counts(p, pits).unwrap());
+            return;
+        }
+        for x in 0..=left {
+            pits[i] = x;
+            rec(i + 1, left - x, pits, p, out);
+        }
+    }
+    rec(0, n as u32, &mut pits, p, &mut out);
+    out
+}
+
+/// Exact values of every position of levels `0..=max`, by value iteration per level.
+pub struct Reference {
+    pub levels: Vec<HashMap<Board, i8>>,
+    /// Sweeps value iteration took per level, to show the reference really iterates.
+    pub sweeps: Vec<usize>,
+}
+
+impl Reference {
+    pub fn value(&self, b: &Board) -> i8 {
+        self.levels[b.seeds()][b]
+    }
+
+    pub fn solve(p: usize, rules: Rules, max: usize) -> Reference {
+        let mut r = Reference {
+            levels: Vec::new(),
+            sweeps: Vec::new(),
+        };
+        for n in 0..=max {
+            let positions = all_positions(p, n);
+            let at: HashMap<Board, u32> = positions
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (*b, i as u32))
+                .collect();
+            // Per position: the best move leaving the level (or the game end), and the
+            // in-level children.
+            let mut exit = vec![i16::MIN; positions.len()];
+            let mut kids: Vec<Vec<u32>> = vec![Vec::new(); positions.len()];
+            for (i, b) in positions.iter().enumerate() {
+                let moves = legal_moves(b, rules);
+                if let Some(v) = moves.terminal_value {
+                    exit[i] = v as i16;
+                    continue;
+                }
+                for m in moves.as_slice() {
+                    if m.ends_game {
+                        exit[i] = exit[i].max(n as i16);
+                    } else if m.captured > 0 {
+                        let v = m.captured as i16 - r.value(&m.child) as i16;
+                        exit[i] = exit[i].max(v);
+                    } else {
+                        kids[i].push(at[&m.child]);
+                    }
+                }
+            }
+            let mut v = vec![0i16; positions.len()];
+            let mut sweeps = 0;
+            loop {
+                sweeps += 1;
+                assert!(sweeps < 100_000, "value iteration does not converge");
+                let next: Vec<i16> = (0..positions.len())
+                    .into_par_iter()
+                    .map(|i| {
+                        let mut best = exit[i];
+                        for &c in &kids[i] {
+                            best = best.max(-v[c as usize]);
+                        }
+                        best
+                    })
+                    .collect();
+                if next == v {
+                    break;
+                }
+                v = next;
+            }
+            r.sweeps.push(sweeps);
+            r.levels.push(
+                positions
+                    .iter()
+                    .zip(&v)
+                    .map(|(b, &x)| {
+                        assert!(x.unsigned_abs() as usize <= n);
+                        (*b, x as i8)
+                    })
+                    .collect(),
+            );
+        }
+        r
+    }
+}

@@ -1,0 +1,116 @@
+//! The builder against the reference (value iteration from zero) on every position of
+//! small levels, for both rule sets, and against the published Romein-Bal example.
+
+mod common;
+
+use std::path::Path;
+
+use awari::{build, BuildOptions, Database, Rules};
+use common::Reference;
+
+fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) -> Database {
+    let opts = BuildOptions {
+        root: root.to_path_buf(),
+        rules,
+        pits,
+        max_seeds: max,
+        force: false,
+        progress: false,
+    };
+    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    Database::open(root, rules, pits).unwrap()
+}
+
+/// Every position of levels 0..=max, stored ones read from the files and the others
+/// answered from their children, equals the reference.
+fn check(pits: usize, rules: Rules, max: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_db(dir.path(), rules, pits, max);
+    let reference = Reference::solve(pits, rules, max);
+    let mut checked = 0u64;
+    let mut nonzero = 0u64;
+    for (n, level) in reference.levels.iter().enumerate() {
+        let mut stored = 0u64;
+        for (board, &want) in level {
+            let got = db.probe(board).unwrap();
+            assert_eq!(
+                got, want,
+                "{rules} P={pits} position {board}: builder {got}, reference {want}"
+            );
+            if board.is_stored() {
+                stored += 1;
+            }
+            checked += 1;
+            nonzero += (want != 0) as u64;
+        }
+        assert_eq!(stored, db.index().level_size(n), "level {n} size");
+    }
+    // The comparison must have bite: many non-zero values, and value iteration needed
+    // real sweeps on the larger levels.
+    assert!(nonzero * 2 > checked, "{nonzero} of {checked} non-zero");
+    assert!(
+        *reference.sweeps.iter().max().unwrap() > 5,
+        "{:?}",
+        reference.sweeps
+    );
+}
+
+#[test]
+fn six_pits_awari_levels_0_to_12() {
+    check(6, Rules::Awari, 12);
+}
+
+#[test]
+fn six_pits_oware_levels_0_to_12() {
+    check(6, Rules::Oware, 12);
+}
+
+#[test]
+fn three_pits_levels_0_to_16_both_rules() {
+    check(3, Rules::Awari, 16);
+    check(3, Rules::Oware, 16);
+}
+
+#[test]
+fn four_pits_levels_0_to_16_both_rules() {
+    check(4, Rules::Awari, 16);
+    check(4, Rules::Oware, 16);
+}
+
+#[test]
+fn two_and_five_pits_small_levels() {
+    for rules in [Rules::Awari, Rules::Oware] {
+        check(2, rules, 20);
+        check(5, rules, 10);
+    }
+}
+
+#[test]
+fn the_rules_differ_where_they_should() {
+    // Under Oware the grand slam and the game end without feeding change values; a
+    // database of one rule set must not equal the other's.
+    let a = Reference::solve(4, Rules::Awari, 8);
+    let o = Reference::solve(4, Rules::Oware, 8);
+    let differ = a.levels[8]
+        .iter()
+        .filter(|(b, v)| o.levels[8][b] != **v)
+        .count();
+    assert!(differ > 100, "only {differ} positions differ");
+}
+
+/// The public Romein-Bal lookup tool prints, for 1 1 1 1 1 2 4 2 3 0 0 0 (awari rules),
+/// value 0 and move values -1 -1 -2 -2 -2 0.
+#[test]
+fn published_romein_bal_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_db(dir.path(), Rules::Awari, 6, 16);
+    let board = db.board(&[1, 1, 1, 1, 1, 2, 4, 2, 3, 0, 0, 0]).unwrap();
+    let a = db.analyze(&board).unwrap();
+    assert_eq!(a.value, 0);
+    let values: Vec<i8> = a.moves.iter().map(|m| m.value).collect();
+    assert_eq!(values, [-1, -1, -2, -2, -2, 0]);
+    assert_eq!(a.best, [5]);
+    // A principal variation scores exactly the value.
+    let line = db.line(&board, 10_000).unwrap();
+    assert_eq!(line.score[0] - line.score[1], 0.0, "{line:?}");
+}
