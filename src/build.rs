@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::rules::Rules;
-use crate::solve::{final_value, solve_level, LevelStats, Lower};
+use crate::solve::{final_value, solve_level, LevelStats, Lower, PhaseTimes};
 use crate::table::{level_path, Check, Expect, Level, LevelWriter};
 
 /// The folder of one database (rule set and board size) under a root folder, so that
@@ -55,6 +55,8 @@ pub struct LevelReport {
     /// Found complete and valid, not rebuilt.
     pub skipped: bool,
     pub seconds: f64,
+    /// Wall time of the solver's forward and backward passes (the rest is writing).
+    pub phases: PhaseTimes,
     pub stats: LevelStats,
 }
 
@@ -67,6 +69,11 @@ impl Lower for Levels {
     #[inline]
     fn value(&self, seeds: usize, index: u64) -> i8 {
         self.levels[seeds].value(index)
+    }
+
+    #[inline]
+    fn prefetch(&self, seeds: usize, index: u64) {
+        crate::solve::prefetch(&self.levels[seeds].bytes()[index as usize]);
     }
 }
 
@@ -102,6 +109,7 @@ pub fn build(
                         seeds: n,
                         skipped: true,
                         seconds: 0.0,
+                        phases: PhaseTimes::default(),
                         stats: LevelStats::of(level.bytes()),
                     };
                     report(&r);
@@ -113,11 +121,12 @@ pub fn build(
             }
         }
         let t0 = Instant::now();
-        let stats = build_level(opts, &index, n, &done, &path)?;
+        let (stats, phases) = build_level(opts, &index, n, &done, &path)?;
         let r = LevelReport {
             seeds: n,
             skipped: false,
             seconds: t0.elapsed().as_secs_f64(),
+            phases,
             stats,
         };
         report(&r);
@@ -151,11 +160,11 @@ fn build_level(
     n: usize,
     lower: &Levels,
     path: &Path,
-) -> Result<LevelStats> {
+) -> Result<(LevelStats, PhaseTimes)> {
     let size = index.level_size(n);
     // One bar: forward pass then settled positions (at most the level size).
     let pb = bar(opts, size * 2, n, "solving");
-    let state = solve_level(opts.rules, index, n, lower, Some(&pb));
+    let (state, phases) = solve_level(opts.rules, index, n, lower, Some(&pb));
     pb.set_message("writing");
     pb.set_position(size * 2);
     let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, size)?;
@@ -173,5 +182,5 @@ fn build_level(
     drop(state);
     w.finish()?;
     pb.finish_and_clear();
-    Ok(stats)
+    Ok((stats, phases))
 }

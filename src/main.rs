@@ -95,8 +95,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let mut msg = format!("{e}");
-            for cause in e.chain().skip(1) {
-                msg += &format!(": {cause}");
+            for cause in e.chain().skip(1).map(|c| c.to_string()) {
+                // Library errors print their source themselves; say it once.
+                if !msg.ends_with(&cause) {
+                    msg += &format!(": {cause}");
+                }
             }
             eprintln!("error: {msg}");
             ExitCode::FAILURE
@@ -134,6 +137,8 @@ fn cmd_build(
     if threads == 0 {
         bail!("--threads must be at least 1");
     }
+    // Bad arguments are not a stopped build: refuse them before starting.
+    Index::new(db.pits, max_seeds).map_err(|e| anyhow::anyhow!(e))?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
@@ -154,17 +159,27 @@ fn cmd_build(
     );
     let started = std::time::Instant::now();
     println!(
-        "{:>5} {:>15} {:>9} {:>14} {:>7} {:>7} {:>7}",
-        "level", "positions", "seconds", "pos/s/thread", "won%", "drawn%", "lost%"
+        "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>6} {:>6} {:>6}",
+        "level",
+        "positions",
+        "seconds",
+        "fwd s",
+        "bwd s",
+        "pos/s/thread",
+        "won%",
+        "drawn%",
+        "lost%"
     );
     let print = |r: &LevelReport| {
         let s = &r.stats;
         let pct = |x: u64| 100.0 * x as f64 / s.positions.max(1) as f64;
-        let (secs, rate) = if r.skipped {
-            ("kept".to_string(), "-".to_string())
+        let (secs, fwd, bwd, rate) = if r.skipped {
+            ("kept".to_string(), "-".into(), "-".into(), "-".to_string())
         } else {
             (
                 format!("{:.2}", r.seconds),
+                format!("{:.2}", r.phases.forward.as_secs_f64()),
+                format!("{:.2}", r.phases.backward.as_secs_f64()),
                 format!(
                     "{:.0}",
                     s.positions as f64 / r.seconds.max(1e-9) / threads as f64
@@ -172,10 +187,12 @@ fn cmd_build(
             )
         };
         println!(
-            "{:>5} {:>15} {:>9} {:>14} {:>7.2} {:>7.2} {:>7.2}",
+            "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>6.2} {:>6.2} {:>6.2}",
             r.seeds,
             group(s.positions),
             secs,
+            fwd,
+            bwd,
             rate,
             pct(s.won),
             pct(s.drawn),

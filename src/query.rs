@@ -131,6 +131,27 @@ impl Database {
         Ok(cell.get().unwrap())
     }
 
+    /// A level missing below `n`, found while probing a position of `n` seeds: the command
+    /// to run builds up to `n`, so that one build answers the query.
+    fn needs(&self, e: Error, n: usize) -> Error {
+        match e {
+            Error::MissingLevel {
+                seeds,
+                rules,
+                pits,
+                dir,
+                ..
+            } => Error::MissingLevel {
+                seeds,
+                rules,
+                pits,
+                dir,
+                command: build_command(&self.root, rules, pits, n),
+            },
+            e => e,
+        }
+    }
+
     /// Parses a position given as pit counts, side to move first.
     pub fn board(&self, counts: &[u32]) -> Result<Board> {
         Board::from_counts(self.pits, counts).map_err(Error::Input)
@@ -167,7 +188,7 @@ impl Database {
             let value = if m.ends_game {
                 n as i8
             } else {
-                m.captured as i8 - self.probe(&m.child)?
+                m.captured as i8 - self.probe(&m.child).map_err(|e| self.needs(e, n))?
             };
             moves.push(MoveValue {
                 pit: m.pit,

@@ -406,8 +406,22 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
     if child.own_seeds() == 0 {
         return;
     }
-    // The position before the move, in the mover's frame.
+    // The position after the move, in the mover's frame. Nothing was captured, so it is
+    // also the board right after sowing.
     let base = turn(&child.pits, p);
+    // Whether a sowing that ends in pit j leaves the level untouched: no capture there,
+    // or (Oware) a capture of every opponent seed, which captures nothing.
+    let mut quiet = [true; 2 * MAX_PITS];
+    let opponent: usize = base.pits[p..np].iter().map(|&c| c as usize).sum();
+    for j in p..np {
+        let mut k = j;
+        let mut chain = 0usize;
+        while k >= p && (base.pits[k] == 2 || base.pits[k] == 3) {
+            chain += base.pits[k] as usize;
+            k -= 1;
+        }
+        quiet[j] = chain == 0 || (rules == Rules::Oware && chain == opponent);
+    }
     for o in 0..p {
         if base.pits[o] != 0 {
             continue;
@@ -431,32 +445,29 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
                 break;
             }
             par[j] -= 1;
+            // The s-th seed lands in pit j: the last one.
+            if !quiet[j] {
+                continue;
+            }
             let mut cand = par;
             cand[o] = s as u8;
             let parent = Board {
                 pits: cand,
                 p: child.p,
             };
-            if confirms(&parent, rules, o, child) {
-                f(&parent);
-            }
+            debug_assert!(confirms(&parent, rules, o, child));
+            f(&parent);
         }
     }
 }
 
-/// Whether sowing pit `o` of `parent` is a legal in-level move that leads to `child`.
-#[inline]
+/// Whether sowing pit `o` of `parent` is a legal in-level move that leads to `child`: the
+/// slow definition, which the fast test of [`for_each_unmove`] must agree with.
 fn confirms(parent: &Board, rules: Rules, o: usize, child: &Board) -> bool {
     let p = parent.p as usize;
     let (pits, captured, starved) = play_raw(parent, rules, o);
-    if captured != 0 || starved {
-        return false;
-    }
-    if turn(&pits, p) != *child {
-        return false;
-    }
     // A non-starving move is legal under both rule sets.
-    true
+    captured == 0 && !starved && turn(&pits, p) == *child
 }
 
 /// Collects [`for_each_unmove`] into a vector (tests and tools; not for hot loops).

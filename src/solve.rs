@@ -8,6 +8,7 @@
 //! `>= t`. Lower levels are only read.
 
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 use rayon::prelude::*;
@@ -19,6 +20,24 @@ use crate::rules::{for_each_unmove, legal_moves, Board, Rules};
 pub trait Lower: Sync {
     /// The value of the stored position with index `index` in level `seeds`.
     fn value(&self, seeds: usize, index: u64) -> i8;
+
+    /// A hint that `value(seeds, index)` will be asked soon.
+    #[inline]
+    fn prefetch(&self, _seeds: usize, _index: u64) {}
+}
+
+/// Asks the CPU to bring `x` into cache. Random reads of the level being built and of
+/// lower levels dominate the solver; issuing a batch of them before using any lets their
+/// memory latencies overlap.
+#[inline(always)]
+pub fn prefetch<T>(x: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// `b[p]` when no move leaves the level.
@@ -29,6 +48,10 @@ const COUNT_MASK: u16 = 0x0f00;
 /// Positions handled per parallel task: large enough to amortise an unrank, small enough
 /// to balance two to a few dozen threads.
 const CHUNK: u64 = 1 << 14;
+/// Positions whose moves are generated before their lower-level values are read.
+const FORWARD_BATCH: usize = 16;
+/// Settled positions whose predecessors are generated before their states are updated.
+const BACKWARD_BATCH: usize = 16;
 
 /// What solving a level found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,29 +117,64 @@ pub fn solve_level<L: Lower + ?Sized>(
     n: usize,
     lower: &L,
     progress: Option<&ProgressBar>,
-) -> Vec<AtomicU16> {
+) -> (State, PhaseTimes) {
     let size = index.level_size(n);
     let chunks = size.div_ceil(CHUNK);
-    let state: Vec<AtomicU16> = (0..size)
-        .into_par_iter()
-        .map(|_| AtomicU16::new(0))
-        .collect();
+    let state = State::new(size);
     // How many positions have each exit value, to skip thresholds that seed nothing.
     let hist: Vec<AtomicU64> = (0..256).map(|_| AtomicU64::new(0)).collect();
 
     // Forward pass.
+    let forward_start = Instant::now();
     (0..chunks).into_par_iter().for_each(|c| {
         let start = c * CHUNK;
         let end = (start + CHUNK).min(size);
         let mut board = index.unrank(n, start);
         let mut local = [0u64; 256];
-        for i in start..end {
-            let (b, k) = exits(&board, rules, index, lower);
-            state[i as usize].store(((k as u16) << 8) | b as u8 as u16, Relaxed);
-            local[b as u8 as usize] += 1;
-            if i + 1 < end {
-                index.next(&mut board);
+        let mut i = start;
+        // Positions go in batches: first every move is generated and the lower-level
+        // value of each capture prefetched, then the values are read.
+        let mut best = [NO_EXIT; FORWARD_BATCH];
+        let mut stay = [0u8; FORWARD_BATCH];
+        let mut captures: Vec<(u8, u8, u64)> = Vec::with_capacity(FORWARD_BATCH * 8);
+        while i < end {
+            let len = ((end - i) as usize).min(FORWARD_BATCH);
+            captures.clear();
+            for slot in 0..len {
+                let moves = legal_moves(&board, rules);
+                best[slot] = NO_EXIT;
+                stay[slot] = 0;
+                if let Some(v) = moves.terminal_value {
+                    best[slot] = v;
+                } else {
+                    for m in moves.as_slice() {
+                        if m.ends_game {
+                            best[slot] = n as i8;
+                        } else if m.captured > 0 {
+                            let ci = index.rank(&m.child);
+                            lower.prefetch(n - m.captured as usize, ci);
+                            captures.push((slot as u8, m.captured, ci));
+                        } else {
+                            stay[slot] += 1;
+                        }
+                    }
+                }
+                if i + (slot as u64) + 1 < end {
+                    index.next(&mut board);
+                }
             }
+            for &(slot, c, ci) in &captures {
+                let v = c as i8 - lower.value(n - c as usize, ci);
+                let b = &mut best[slot as usize];
+                *b = (*b).max(v);
+            }
+            for slot in 0..len {
+                let b = best[slot];
+                state[i as usize + slot]
+                    .store(((stay[slot] as u16) << 8) | b as u8 as u16, Relaxed);
+                local[b as u8 as usize] += 1;
+            }
+            i += len as u64;
         }
         for (h, &l) in hist.iter().zip(&local) {
             if l > 0 {
@@ -127,12 +185,13 @@ pub fn solve_level<L: Lower + ?Sized>(
             pb.inc(end - start);
         }
     });
+    let forward = forward_start.elapsed();
 
     // Backward pass.
+    let backward_start = Instant::now();
     let solver = Backward {
         rules,
         index,
-        n,
         state: &state,
     };
     for t in (1..=n as i8).rev() {
@@ -142,7 +201,7 @@ pub fn solve_level<L: Lower + ?Sized>(
         }
         (0..chunks)
             .into_par_iter()
-            .for_each_init(Vec::new, |stack, c| {
+            .for_each_init(Work::default, |work, c| {
                 let start = c * CHUNK;
                 let end = (start + CHUNK).min(size);
                 let mut settled = 0u64;
@@ -160,8 +219,8 @@ pub fn solve_level<L: Lower + ?Sized>(
                         continue;
                     };
                     if solver.settle(i, seed) {
-                        stack.push(i);
-                        settled += solver.drain(t, stack);
+                        work.stack.push((i, index.unrank(n, i)));
+                        settled += solver.drain(t, work);
                     }
                 }
                 if let Some(pb) = progress {
@@ -169,7 +228,59 @@ pub fn solve_level<L: Lower + ?Sized>(
                 }
             });
     }
-    state
+    let times = PhaseTimes {
+        forward,
+        backward: backward_start.elapsed(),
+    };
+    (state, times)
+}
+
+/// One `u16` of solver state per position of the level being built, in anonymous
+/// memory. It is asked for huge pages: the backward pass reads it at random, and with
+/// 4 KiB pages nearly every such read also misses the TLB.
+pub struct State {
+    map: memmap2::MmapMut,
+    len: usize,
+}
+
+impl State {
+    fn new(len: u64) -> State {
+        let bytes = (len as usize * 2).max(1);
+        let map = memmap2::MmapMut::map_anon(bytes)
+            .unwrap_or_else(|e| panic!("cannot allocate {bytes} bytes of solver state: {e}"));
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        State {
+            map,
+            len: len as usize,
+        }
+    }
+}
+
+impl std::ops::Deref for State {
+    type Target = [AtomicU16];
+    fn deref(&self) -> &[AtomicU16] {
+        // SAFETY: the map is page-aligned, holds `2 * len` bytes, zeroed on creation,
+        // and lives as long as `self`; AtomicU16 has the size and alignment of u16.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr() as *const AtomicU16, self.len) }
+    }
+}
+
+/// Wall time of the two passes of one level.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseTimes {
+    pub forward: Duration,
+    pub backward: Duration,
+}
+
+/// Per-thread buffers of the backward pass, reused across tasks.
+#[derive(Default)]
+struct Work {
+    /// Settled positions whose predecessors are still to be told.
+    stack: Vec<(u64, Board)>,
+    /// Predecessors of a batch of settled positions: index, board, and whether the
+    /// settled child is won for its side to move.
+    pending: Vec<(u64, Board, bool)>,
 }
 
 /// The value stored for a position after the backward pass: unsettled means 0.
@@ -185,7 +296,6 @@ pub fn final_value(s: u16) -> i8 {
 struct Backward<'a> {
     rules: Rules,
     index: &'a Index,
-    n: usize,
     state: &'a [AtomicU16],
 }
 
@@ -207,31 +317,40 @@ impl Backward<'_> {
         }
     }
 
-    /// Propagates every settled position on `stack` to its predecessors at threshold `t`
-    /// until nothing more is settled. Returns the positions handled.
-    fn drain(&self, t: i8, stack: &mut Vec<u64>) -> u64 {
+    /// Propagates every settled position on the stack to its predecessors at threshold
+    /// `t` until nothing more is settled. Returns the positions handled.
+    fn drain(&self, t: i8, work: &mut Work) -> u64 {
+        let Work { stack, pending } = work;
         let mut done = 0;
-        while let Some(p) = stack.pop() {
-            done += 1;
-            let v = self.state[p as usize].load(Relaxed) as u8 as i8;
-            let board = self.index.unrank(self.n, p);
-            for_each_unmove(&board, self.rules, |q| {
-                if !q.is_stored() {
-                    return;
-                }
-                let qi = self.index.rank(q);
+        while !stack.is_empty() {
+            // Generate the predecessors of a batch and prefetch their states, then update
+            // them: the cache misses of the batch overlap instead of queueing.
+            pending.clear();
+            for _ in 0..stack.len().min(BACKWARD_BATCH) {
+                let (p, board) = stack.pop().unwrap();
+                done += 1;
+                let won = (self.state[p as usize].load(Relaxed) as u8 as i8) > 0;
+                for_each_unmove(&board, self.rules, |q| {
+                    if q.is_stored() {
+                        let qi = self.index.rank(q);
+                        prefetch(&self.state[qi as usize]);
+                        pending.push((qi, *q, won));
+                    }
+                });
+            }
+            for &(qi, q, won) in pending.iter() {
                 let cell = &self.state[qi as usize];
                 if cell.load(Relaxed) & SETTLED != 0 {
-                    return;
+                    continue;
                 }
-                if v < 0 {
-                    // p is lost for its side to move: q wins by moving there.
+                if !won {
+                    // The child is lost for its side to move: q wins by moving there.
                     if self.settle(qi, t) {
-                        stack.push(qi);
+                        stack.push((qi, q));
                     }
-                    return;
+                    continue;
                 }
-                // p is won (>= t): one more move of q is known to give q at most -t.
+                // The child is won (>= t): one more move of q is known to give q at most -t.
                 let old = cell.fetch_sub(COUNT_ONE, Relaxed);
                 if old & SETTLED == 0 && old & COUNT_MASK == COUNT_ONE {
                     // Every in-level move of q now gives at most -t; q is lost now
@@ -239,10 +358,10 @@ impl Backward<'_> {
                     // at -b, or is a draw or a win by its exit).
                     let b = old as u8 as i8;
                     if b <= -t && self.settle(qi, -t) {
-                        stack.push(qi);
+                        stack.push((qi, q));
                     }
                 }
-            });
+            }
         }
         done
     }
