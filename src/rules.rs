@@ -413,14 +413,14 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
     // or (Oware) a capture of every opponent seed, which captures nothing.
     let mut quiet = [true; 2 * MAX_PITS];
     let opponent: usize = base.pits[p..np].iter().map(|&c| c as usize).sum();
-    for j in p..np {
+    for (j, q) in quiet.iter_mut().enumerate().take(np).skip(p) {
         let mut k = j;
         let mut chain = 0usize;
         while k >= p && (base.pits[k] == 2 || base.pits[k] == 3) {
             chain += base.pits[k] as usize;
             k -= 1;
         }
-        quiet[j] = chain == 0 || (rules == Rules::Oware && chain == opponent);
+        *q = chain == 0 || (rules == Rules::Oware && chain == opponent);
     }
     for o in 0..p {
         if base.pits[o] != 0 {
