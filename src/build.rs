@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::rules::Rules;
-use crate::solve::{final_value, solve_level, LevelStats, Lower, PhaseTimes};
+use crate::solve::{solve_level, LevelStats, Lower, PhaseTimes};
 use crate::table::{level_path, Check, Expect, Level, LevelWriter};
 
 /// The folder of one database (rule set and board size) under a root folder, so that
@@ -170,10 +170,10 @@ fn build_level(
     let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, size)?;
     let mut stats = LevelStats::default();
     let mut buf = Vec::with_capacity(1 << 20);
-    for chunk in state.chunks(1 << 20) {
+    for start in (0..state.len()).step_by(1 << 20) {
         buf.clear();
-        for s in chunk {
-            let v = final_value(s.load(std::sync::atomic::Ordering::Relaxed));
+        for i in start..(start + (1 << 20)).min(state.len()) {
+            let v = state.final_value(i);
             stats.add(v);
             buf.push(v as u8);
         }

@@ -2,12 +2,14 @@
 //! leaving the level and counts the moves staying in it, then a backward pass over
 //! thresholds `t = n..1` that settles wins and losses by predecessor propagation.
 //!
-//! Working memory is one `u16` per position: the low byte holds the best exit value
-//! `b[p]` until the position is settled and its value after; the high byte holds the
-//! settled mark and the count of in-level moves not yet known to reach a child worth
-//! `>= t`. Lower levels are only read.
+//! Working memory is two bytes per position. The *count* byte holds the settled mark
+//! and the number of in-level moves not yet known to reach a child worth `>= t`; the
+//! *value* byte holds the best exit value `b[p]` until the position is settled, and its
+//! value after. The backward pass reads and updates count bytes at random and touches a
+//! value byte only when it settles a position (or a count runs out), so the arrays are
+//! kept apart: the randomly read one is half the size. Lower levels are only read.
 
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
@@ -42,9 +44,8 @@ pub fn prefetch<T>(x: *const T) {
 
 /// `b[p]` when no move leaves the level.
 const NO_EXIT: i8 = i8::MIN;
-const SETTLED: u16 = 0x8000;
-const COUNT_ONE: u16 = 0x0100;
-const COUNT_MASK: u16 = 0x0f00;
+const SETTLED: u8 = 0x80;
+const COUNT_MASK: u8 = 0x0f;
 /// Positions handled per parallel task: large enough to amortise an unrank, small enough
 /// to balance two to a few dozen threads.
 const CHUNK: u64 = 1 << 14;
@@ -170,8 +171,9 @@ pub fn solve_level<L: Lower + ?Sized>(
             }
             for slot in 0..len {
                 let b = best[slot];
-                state[i as usize + slot]
-                    .store(((stay[slot] as u16) << 8) | b as u8 as u16, Relaxed);
+                let at = i as usize + slot;
+                state.count[at].store(stay[slot], Relaxed);
+                state.value[at].store(b as u8, Relaxed);
                 local[b as u8 as usize] += 1;
             }
             i += len as u64;
@@ -206,20 +208,20 @@ pub fn solve_level<L: Lower + ?Sized>(
                 let end = (start + CHUNK).min(size);
                 let mut settled = 0u64;
                 for i in start..end {
-                    let s = state[i as usize].load(Relaxed);
-                    if s & SETTLED != 0 {
+                    let k = state.count[i as usize].load(Relaxed);
+                    if k & SETTLED != 0 {
                         continue;
                     }
-                    let b = s as u8 as i8;
-                    let seed = if b == t {
-                        t
-                    } else if b == -t && s & COUNT_MASK == 0 {
-                        -t
+                    let b = state.value[i as usize].load(Relaxed) as i8;
+                    let won = if b == t {
+                        true
+                    } else if b == -t && k == 0 {
+                        false
                     } else {
                         continue;
                     };
-                    if solver.settle(i, seed) {
-                        work.stack.push((i, index.unrank(n, i)));
+                    if solver.settle(i, if won { t } else { -t }) {
+                        work.stack.push((i, index.unrank(n, i), won));
                         settled += solver.drain(t, work);
                     }
                 }
@@ -235,34 +237,57 @@ pub fn solve_level<L: Lower + ?Sized>(
     (state, times)
 }
 
-/// One `u16` of solver state per position of the level being built, in anonymous
-/// memory. It is asked for huge pages: the backward pass reads it at random, and with
-/// 4 KiB pages nearly every such read also misses the TLB.
+/// The solver's two bytes per position of the level being built, in anonymous memory.
+/// It is asked for huge pages: the backward pass reads it at random, and with 4 KiB pages
+/// nearly every such read would also miss the TLB.
 pub struct State {
-    map: memmap2::MmapMut,
-    len: usize,
+    _map: memmap2::MmapMut,
+    count: &'static [AtomicU8],
+    value: &'static [AtomicU8],
 }
 
 impl State {
     fn new(len: u64) -> State {
-        let bytes = (len as usize * 2).max(1);
+        let len = len as usize;
+        let bytes = (2 * len).max(1);
         let map = memmap2::MmapMut::map_anon(bytes)
             .unwrap_or_else(|e| panic!("cannot allocate {bytes} bytes of solver state: {e}"));
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
+        let ptr = map.as_ptr() as *const AtomicU8;
+        // SAFETY: the map holds 2 * len zeroed bytes and is owned by the State, which hands
+        // out the slices only with its own lifetime (see `values`); AtomicU8 has the
+        // layout of u8.
+        let (count, value) = unsafe {
+            (
+                std::slice::from_raw_parts(ptr, len),
+                std::slice::from_raw_parts(ptr.add(len), len),
+            )
+        };
         State {
-            map,
-            len: len as usize,
+            _map: map,
+            count,
+            value,
         }
     }
-}
 
-impl std::ops::Deref for State {
-    type Target = [AtomicU16];
-    fn deref(&self) -> &[AtomicU16] {
-        // SAFETY: the map is page-aligned, holds `2 * len` bytes, zeroed on creation,
-        // and lives as long as `self`; AtomicU16 has the size and alignment of u16.
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr() as *const AtomicU16, self.len) }
+    pub fn len(&self) -> usize {
+        self.count.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count.is_empty()
+    }
+
+    /// The final value of position `i`: its settled value, or 0 (a draw) if never
+    /// settled.
+    #[inline]
+    pub fn final_value(&self, i: usize) -> i8 {
+        if self.count[i].load(Relaxed) & SETTLED != 0 {
+            self.value[i].load(Relaxed) as i8
+        } else {
+            0
+        }
     }
 }
 
@@ -276,89 +301,78 @@ pub struct PhaseTimes {
 /// Per-thread buffers of the backward pass, reused across tasks.
 #[derive(Default)]
 struct Work {
-    /// Settled positions whose predecessors are still to be told.
-    stack: Vec<(u64, Board)>,
+    /// Settled positions whose predecessors are still to be told: index, board, and
+    /// whether it is won for its side to move.
+    stack: Vec<(u64, Board, bool)>,
     /// Predecessors of a batch of settled positions: index, board, and whether the
     /// settled child is won for its side to move.
     pending: Vec<(u64, Board, bool)>,
 }
 
-/// The value stored for a position after the backward pass: unsettled means 0.
-#[inline]
-pub fn final_value(s: u16) -> i8 {
-    if s & SETTLED != 0 {
-        s as u8 as i8
-    } else {
-        0
-    }
-}
-
 struct Backward<'a> {
     rules: Rules,
     index: &'a Index,
-    state: &'a [AtomicU16],
+    state: &'a State,
 }
 
 impl Backward<'_> {
     /// Settles position `i` at value `v` unless it is settled already.
     #[inline]
     fn settle(&self, i: u64, v: i8) -> bool {
-        let cell = &self.state[i as usize];
-        let mut cur = cell.load(Relaxed);
-        loop {
-            if cur & SETTLED != 0 {
-                return false;
-            }
-            let new = SETTLED | (cur & COUNT_MASK) | v as u8 as u16;
-            match cell.compare_exchange_weak(cur, new, Relaxed, Relaxed) {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
+        let i = i as usize;
+        let prev = self.state.count[i].fetch_or(SETTLED, Relaxed);
+        if prev & SETTLED != 0 {
+            return false;
         }
+        // Only the thread that set the mark writes the value. Readers of an unsettled
+        // position's exit value that race with this write only try to settle it, and
+        // fail on the mark.
+        self.state.value[i].store(v as u8, Relaxed);
+        true
     }
 
     /// Propagates every settled position on the stack to its predecessors at threshold
     /// `t` until nothing more is settled. Returns the positions handled.
     fn drain(&self, t: i8, work: &mut Work) -> u64 {
         let Work { stack, pending } = work;
+        let count = self.state.count;
         let mut done = 0;
         while !stack.is_empty() {
-            // Generate the predecessors of a batch and prefetch their states, then update
-            // them: the cache misses of the batch overlap instead of queueing.
+            // Generate the predecessors of a batch and prefetch their count bytes, then
+            // update them: the cache misses of the batch overlap instead of queueing.
             pending.clear();
             for _ in 0..stack.len().min(BACKWARD_BATCH) {
-                let (p, board) = stack.pop().unwrap();
+                let (_, board, won) = stack.pop().unwrap();
                 done += 1;
-                let won = (self.state[p as usize].load(Relaxed) as u8 as i8) > 0;
                 for_each_unmove(&board, self.rules, |q| {
                     if q.is_stored() {
                         let qi = self.index.rank(q);
-                        prefetch(&self.state[qi as usize]);
+                        prefetch(&count[qi as usize]);
                         pending.push((qi, *q, won));
                     }
                 });
             }
             for &(qi, q, won) in pending.iter() {
-                let cell = &self.state[qi as usize];
+                let cell = &count[qi as usize];
                 if cell.load(Relaxed) & SETTLED != 0 {
                     continue;
                 }
                 if !won {
                     // The child is lost for its side to move: q wins by moving there.
                     if self.settle(qi, t) {
-                        stack.push((qi, q));
+                        stack.push((qi, q, true));
                     }
                     continue;
                 }
                 // The child is won (>= t): one more move of q is known to give q at most -t.
-                let old = cell.fetch_sub(COUNT_ONE, Relaxed);
-                if old & SETTLED == 0 && old & COUNT_MASK == COUNT_ONE {
+                let old = cell.fetch_sub(1, Relaxed);
+                if old & SETTLED == 0 && old & COUNT_MASK == 1 {
                     // Every in-level move of q now gives at most -t; q is lost now
                     // unless an exit is better (then it is settled by the threshold scan
                     // at -b, or is a draw or a win by its exit).
-                    let b = old as u8 as i8;
+                    let b = self.state.value[qi as usize].load(Relaxed) as i8;
                     if b <= -t && self.settle(qi, -t) {
-                        stack.push((qi, q));
+                        stack.push((qi, q, false));
                     }
                 }
             }

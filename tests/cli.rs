@@ -1,0 +1,666 @@
+//! The `awari` binary as a user meets it: every error is one line on stderr starting with
+//! `error:`, a non-zero exit code and never a panic; damaged, truncated and foreign level
+//! files are refused by name; a stopped build keeps its finished levels and resumes;
+//! files do not depend on the thread count; the JSON interface of `query` keeps its shape.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+const BIN: &str = env!("CARGO_BIN_EXE_awari");
+
+/// The Romein-Bal example (DESIGN section 2): 16 seeds.
+const RB_EXAMPLE: &str = "1 1 1 1 1 2 4 2 3 0 0 0";
+/// A stored position of 5 seeds (opponent row empty): probing it opens level 5.
+const FIVE: &str = "1 1 1 1 1 0 0 0 0 0 0 0";
+/// A stored position of 3 seeds.
+const THREE: &str = "1 1 1 0 0 0 0 0 0 0 0 0";
+
+fn awari(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the awari binary")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `args` followed by the words of `position`.
+fn with_position<'a>(args: &[&'a str], position: &'a str) -> Vec<&'a str> {
+    let mut v = args.to_vec();
+    v.extend(position.split_whitespace());
+    v
+}
+
+/// Runs a command that must succeed; returns its stdout.
+fn ok(args: &[&str]) -> String {
+    let out = awari(args);
+    assert!(
+        out.status.success(),
+        "awari {args:?} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Checks a failed run: a non-zero exit code (not a signal), no panic, exactly one
+/// `error:` line, and it is the last line of stderr. Lines before it may only be the
+/// build's banner or warnings. Returns the error line.
+fn error_of(args: &[&str], out: &Output) -> String {
+    let stderr = text(&out.stderr);
+    let ctx = format!(
+        "awari {args:?} ({:?}):\nstdout:\n{}\nstderr:\n{stderr}",
+        out.status,
+        text(&out.stdout)
+    );
+    assert!(!out.status.success(), "should have failed: {ctx}");
+    let code = out.status.code();
+    assert!(
+        code.is_some_and(|c| c != 0),
+        "exit code must be non-zero, not a signal: {ctx}"
+    );
+    assert!(!stderr.contains("panicked"), "panic: {ctx}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    let errors = lines.iter().filter(|l| l.starts_with("error:")).count();
+    assert_eq!(errors, 1, "exactly one error line: {ctx}");
+    let last = *lines.last().unwrap();
+    assert!(last.starts_with("error:"), "the error comes last: {ctx}");
+    for l in &lines[..lines.len() - 1] {
+        assert!(
+            l.starts_with("building ") || l.starts_with("warning: "),
+            "unexpected stderr line {l:?}: {ctx}"
+        );
+    }
+    // No part of the message said twice ("x: No space left: No space left").
+    let parts: Vec<&str> = last.split(": ").collect();
+    for w in parts.windows(2) {
+        assert_ne!(w[0], w[1], "repeated part in the error: {ctx}");
+    }
+    last.to_string()
+}
+
+/// Runs a command that must fail; returns its one error line.
+fn fail(args: &[&str]) -> String {
+    error_of(args, &awari(args))
+}
+
+/// Runs a query that must fail: stderr is the error line and nothing else.
+fn query_fail(args: &[&str]) -> String {
+    let out = awari(args);
+    let e = error_of(args, &out);
+    assert_eq!(text(&out.stderr).lines().count(), 1, "{args:?}: {e}");
+    e
+}
+
+/// A temporary folder holding the database root `<tmp>/db`.
+struct Db {
+    tmp: TempDir,
+}
+
+impl Db {
+    fn empty() -> Db {
+        Db {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Levels 0..=max of the awari rules, P = 6.
+    fn built(max: usize) -> Db {
+        let db = Db::empty();
+        db.build(&["--max-seeds", &max.to_string()]);
+        db
+    }
+
+    fn root(&self) -> PathBuf {
+        self.tmp.path().join("db")
+    }
+
+    fn root_str(&self) -> String {
+        self.root().to_str().unwrap().to_string()
+    }
+
+    fn level(&self, rules: &str, n: usize) -> PathBuf {
+        self.root()
+            .join(format!("{rules}-6"))
+            .join(format!("level-{n:03}.awl"))
+    }
+
+    fn build(&self, extra: &[&str]) -> String {
+        let root = self.root_str();
+        let mut args = vec!["build", "--dir", &root];
+        args.extend_from_slice(extra);
+        ok(&args)
+    }
+
+    fn query(&self, extra: &[&str], position: &str) -> String {
+        let root = self.root_str();
+        let mut args = vec!["query", "--dir", &root];
+        args.extend_from_slice(extra);
+        ok(&with_position(&args, position))
+    }
+
+    fn query_json(&self, position: &str) -> Value {
+        serde_json::from_str(&self.query(&["--json"], position)).unwrap()
+    }
+
+    fn query_fail(&self, position: &str) -> String {
+        let root = self.root_str();
+        query_fail(&with_position(&["query", "--dir", &root], position))
+    }
+}
+
+/// The level files of one database folder, in order, with their bytes.
+fn level_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap().to_string();
+            (name, fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn assert_same_files(a: &Path, b: &Path) {
+    let (fa, fb) = (level_files(a), level_files(b));
+    let names = |f: &[(String, Vec<u8>)]| f.iter().map(|x| x.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&fa), names(&fb), "{} vs {}", a.display(), b.display());
+    for ((name, x), (_, y)) in fa.iter().zip(&fb) {
+        assert!(
+            x == y,
+            "{name} differs between {} and {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+/// The rows of the build table: (level, seconds column).
+fn build_rows(stdout: &str) -> Vec<(usize, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let n = w.first()?.parse().ok()?;
+            Some((n, w.get(2)?.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn query_with_the_wrong_number_of_pits() {
+    let db = Db::built(6);
+    let e = db.query_fail("1 1 1 1 1 1 0 0 0 0 0");
+    assert!(e.contains("12") && e.contains("11"), "{e}");
+    let root = db.root_str();
+    let args = with_position(
+        &["query", "--dir", &root, "--pits", "4"],
+        "1 1 1 1 1 1 0 0 0 0 0 0",
+    );
+    let e = query_fail(&args);
+    assert!(e.contains('8') && e.contains("12"), "{e}");
+    // No counts at all is a usage error of its own, still without a panic.
+    let out = awari(&["query", "--dir", &root]);
+    assert!(!out.status.success());
+    assert!(!text(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn query_with_a_bad_count() {
+    let db = Db::built(6);
+    let e = db.query_fail("1 1 1 1 1 x 0 0 0 0 0 0");
+    assert!(e.contains("'x'") && e.contains("not a number"), "{e}");
+    let e = db.query_fail("1 1 1 1 1 -1 0 0 0 0 0 0");
+    assert!(e.contains("'-1'") && e.contains("negative"), "{e}");
+    let e = db.query_fail("1 1 1 1 1 99999999999 0 0 0 0 0 0");
+    assert!(e.contains("99999999999"), "{e}");
+    let e = db.query_fail("1 1 1 1 1 1 0 0 0 0 0 200");
+    assert!(e.contains("206") && e.contains("127"), "{e}");
+}
+
+#[test]
+fn query_above_the_built_levels_says_what_to_build() {
+    let db = Db::built(6);
+    let dir = format!("--dir {}", db.root_str());
+    let e = db.query_fail(RB_EXAMPLE);
+    assert!(e.contains("level 16 "), "{e}");
+    assert!(e.contains("awari build --max-seeds 16"), "{e}");
+    assert!(e.contains(&dir), "the command names the folder: {e}");
+
+    // The first move captures 2 (child at level 8), but the position has 10 seeds: the
+    // command must build what the query needs, not only the first missing level.
+    let pos = "6 0 0 0 0 0 1 0 0 0 0 3";
+    let e = db.query_fail(pos);
+    assert!(e.contains("level 8 "), "{e}");
+    let start = e.find('`').expect("a command in backquotes") + 1;
+    let len = e[start..].find('`').unwrap();
+    let command = &e[start..start + len];
+    assert!(command.starts_with("awari build --max-seeds 10"), "{e}");
+    // Running that command makes the query work.
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    ok(&words);
+    let a = db.query_json(pos);
+    assert_eq!(a["seeds"], 10);
+}
+
+#[test]
+fn start_position_needs_level_48() {
+    let db = Db::built(8);
+    let e = db.query_fail("4 4 4 4 4 4 4 4 4 4 4 4");
+    assert!(e.contains("level 48 "), "{e}");
+    assert!(e.contains("awari build --max-seeds 48"), "{e}");
+}
+
+#[test]
+fn unstored_position_is_answered_from_its_children() {
+    let db = Db::built(8);
+    // Every opponent pit holds a seed: not stored, answered from its children.
+    let a = db.query_json("0 0 0 0 0 1 1 1 1 1 1 1");
+    assert_eq!(a["stored"], false, "{a}");
+    assert_eq!(a["seeds"], 7);
+    let moves = a["moves"].as_array().unwrap();
+    assert_eq!(moves.len(), 1, "{a}");
+    let m = &moves[0];
+    assert_eq!(
+        (m["pit"].as_u64(), m["captured"].as_u64()),
+        (Some(5), Some(2))
+    );
+    // Pit 5 sows into pit 6 and captures its 2 seeds; the child, turned round, is
+    // 0 1 1 1 1 1 | 0 0 0 0 0 0, a stored position of 5 seeds.
+    let child = db.query_json("0 1 1 1 1 1 0 0 0 0 0 0");
+    assert_eq!(child["stored"], true);
+    let v = 2 - child["value"].as_i64().unwrap();
+    assert_eq!(m["value"].as_i64(), Some(v), "{a}\n{child}");
+    assert_eq!(a["value"].as_i64(), Some(v), "{a}");
+    assert_eq!(a["best"], serde_json::json!([5]));
+}
+
+#[test]
+fn damaged_level_is_refused_by_name() {
+    let db = Db::built(6);
+    let path = db.level("awari", 5);
+    let original = fs::read(&path).unwrap();
+    let mut bytes = original.clone();
+    bytes[4096 + 17] ^= 0x55;
+    fs::write(&path, &bytes).unwrap();
+    let e = db.query_fail(FIVE);
+    assert!(e.contains("level-005.awl"), "{e}");
+    assert!(e.contains("damaged"), "{e}");
+    // Levels the query does not touch still answer.
+    db.query(&[], THREE);
+    // A build sees the damage, says so, and rebuilds the level as it was.
+    let root = db.root_str();
+    let args = ["build", "--dir", &root, "--max-seeds", "6"];
+    let out = awari(&args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("warning: rebuilding level 5") && stderr.contains("damaged"),
+        "{stderr}"
+    );
+    assert!(
+        fs::read(&path).unwrap() == original,
+        "rebuilt level differs"
+    );
+    db.query(&[], FIVE);
+}
+
+#[test]
+fn truncated_level_is_refused_by_name() {
+    let db = Db::built(6);
+    let path = db.level("awari", 5);
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+    let e = db.query_fail(FIVE);
+    assert!(
+        e.contains("level-005.awl") && e.contains("truncated"),
+        "{e}"
+    );
+    // Shorter than the header, even empty.
+    fs::write(&path, b"").unwrap();
+    let e = db.query_fail(FIVE);
+    assert!(
+        e.contains("level-005.awl") && e.contains("truncated"),
+        "{e}"
+    );
+}
+
+#[test]
+fn level_of_another_database_is_refused() {
+    let db = Db::built(6);
+    db.build(&["--max-seeds", "6", "--rules", "oware"]);
+    let five = db.level("awari", 5);
+    // An oware level in the awari folder.
+    fs::copy(db.level("oware", 5), &five).unwrap();
+    let e = db.query_fail(FIVE);
+    assert!(e.contains("level-005.awl"), "{e}");
+    assert!(e.contains("oware") && e.contains("expected awari"), "{e}");
+    assert!(e.contains("another database"), "{e}");
+    // Level 4 renamed to level 5.
+    fs::copy(db.level("awari", 4), &five).unwrap();
+    let e = db.query_fail(FIVE);
+    assert!(e.contains("level-005.awl"), "{e}");
+    assert!(e.contains("level 4") && e.contains("expected 5"), "{e}");
+    assert!(e.contains("another database"), "{e}");
+}
+
+#[test]
+fn build_into_an_unwritable_folder() {
+    let db = Db::empty();
+    let file = db.tmp.path().join("file");
+    fs::write(&file, b"a regular file").unwrap();
+    let below = file.join("db");
+    let e = fail(&[
+        "build",
+        "--max-seeds",
+        "4",
+        "--dir",
+        below.to_str().unwrap(),
+    ]);
+    assert!(e.contains(below.to_str().unwrap()), "{e}");
+    assert!(fs::metadata(&file).unwrap().is_file());
+}
+
+#[test]
+fn build_refuses_bad_arguments_before_starting() {
+    let db = Db::empty();
+    let root = db.root_str();
+    for (extra, needle) in [
+        (&["--max-seeds", "4", "--pits", "9"][..], "9"),
+        (&["--max-seeds", "4", "--pits", "1"][..], "1"),
+        (&["--max-seeds", "200"][..], "200"),
+        (&["--max-seeds", "4", "--threads", "0"][..], "--threads"),
+    ] {
+        let mut args = vec!["build", "--dir", &root];
+        args.extend_from_slice(extra);
+        let out = awari(&args);
+        let e = error_of(&args, &out);
+        assert!(e.contains(needle), "{e}");
+        assert!(!e.contains("build stopped"), "not a stopped build: {e}");
+        assert_eq!(text(&out.stderr).lines().count(), 1, "{e}");
+    }
+    assert!(!db.root().exists(), "nothing written for bad arguments");
+}
+
+/// Checks a build to 12 seeds that stopped when its file system refused a write: one
+/// error line naming the temporary file, finished levels intact (byte-identical to a
+/// fresh build, opened and queried), no temporary files left, and a second attempt that
+/// keeps them all.
+fn check_stopped_build(root: &Path, args: &[&str], run: impl Fn() -> Output, reason: &str) {
+    let e = error_of(args, &run());
+    assert!(e.contains(reason), "{e}");
+    assert!(e.contains(".awl.tmp"), "names the file being written: {e}");
+    let dir = root.join("awari-6");
+    let files = level_files(&dir);
+    let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    assert!(
+        names.iter().all(|n| !n.ends_with(".tmp")),
+        "temporary files left: {names:?}"
+    );
+    let finished = files.len();
+    assert!(
+        (4..12).contains(&finished),
+        "the limit should stop the build between levels 4 and 11: {names:?}"
+    );
+    let expected: Vec<String> = (0..finished).map(|n| format!("level-{n:03}.awl")).collect();
+    assert_eq!(names, expected);
+    // The finished levels are the levels a fresh build writes.
+    let fresh = Db::built(finished - 1);
+    assert_same_files(&dir, &fresh.root().join("awari-6"));
+    // And they open and answer queries.
+    let r = root.to_str().unwrap();
+    let q: Value =
+        serde_json::from_str(&ok(&with_position(&["query", "--json", "--dir", r], THREE))).unwrap();
+    assert_eq!(q["value"], 3, "{q}");
+    // A second attempt keeps every finished level and stops at the same place.
+    let again = run();
+    error_of(args, &again);
+    let rows = build_rows(&text(&again.stdout));
+    assert_eq!(rows.len(), finished, "{rows:?}");
+    assert!(rows.iter().all(|r| r.1 == "kept"), "{rows:?}");
+}
+
+/// A disk that fills up during a build: a 300 KiB tmpfs (Linux, needs the right to mount,
+/// as CI has). Where mounting is not allowed the test says so and checks nothing more;
+/// `build_stops_at_the_file_size_limit` covers the same path everywhere.
+#[cfg(target_os = "linux")]
+#[test]
+fn build_stops_on_a_full_disk() {
+    struct Mounted(PathBuf);
+    impl Drop for Mounted {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let mount = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=300k", "tmpfs"])
+        .arg(&mnt)
+        .output();
+    let mounted = match mount {
+        Ok(o) if o.status.success() => Mounted(mnt.clone()),
+        Ok(o) => {
+            eprintln!(
+                "NOTICE: build_stops_on_a_full_disk skipped its tmpfs part: cannot mount ({}); \
+                 build_stops_at_the_file_size_limit covers the same failure",
+                text(&o.stderr).trim()
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("NOTICE: build_stops_on_a_full_disk skipped: no mount command ({e})");
+            return;
+        }
+    };
+    let root = mnt.join("db");
+    let r = root.to_str().unwrap();
+    let args = ["build", "--max-seeds", "12", "--dir", r];
+    check_stopped_build(&root, &args, || awari(&args), "No space left on device");
+    drop(mounted);
+}
+
+/// A build that cannot write a file past the size limit (`ulimit -f`, with SIGXFSZ
+/// ignored, so the write fails with EFBIG): the same path as a full disk, without root.
+#[cfg(unix)]
+#[test]
+fn build_stops_at_the_file_size_limit() {
+    let db = Db::empty();
+    let root = db.root();
+    let r = root.to_str().unwrap();
+    let args = ["build", "--max-seeds", "12", "--dir", r];
+    // 64 KiB: level 7 (35,908 bytes) fits, level 8 (79,600 bytes) does not.
+    let limited = || {
+        Command::new("bash")
+            .arg("-c")
+            .arg("ulimit -f 64 && trap '' XFSZ && exec \"$0\" \"$@\"")
+            .arg(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run bash")
+    };
+    check_stopped_build(&root, &args, limited, "File too large");
+    assert_eq!(level_files(&root.join("awari-6")).len(), 8);
+    // Without the limit the same command finishes the build.
+    let rows = build_rows(&ok(&args));
+    assert_eq!(rows.len(), 13);
+    assert!(rows[..8].iter().all(|r| r.1 == "kept"), "{rows:?}");
+    assert!(rows[8..].iter().all(|r| r.1 != "kept"), "{rows:?}");
+}
+
+#[test]
+fn interrupted_build_resumes() {
+    let db = Db::built(8);
+    let dir = db.root().join("awari-6");
+    fs::remove_file(db.level("awari", 8)).unwrap();
+    // A temporary file left by a killed build does not get in the way.
+    fs::write(dir.join("level-008.awl.tmp"), b"partial").unwrap();
+    let stdout = db.build(&["--max-seeds", "8"]);
+    let rows = build_rows(&stdout);
+    assert_eq!(rows.len(), 9, "{stdout}");
+    for (n, (level, secs)) in rows.iter().enumerate() {
+        assert_eq!(*level, n, "{stdout}");
+        assert_eq!(secs == "kept", n < 8, "level {n}: {stdout}");
+    }
+    assert!(stdout.contains("1 levels built (8 kept)"), "{stdout}");
+    assert!(!dir.join("level-008.awl.tmp").exists());
+
+    let one = Db::empty();
+    one.build(&["--max-seeds", "8", "--threads", "1"]);
+    let two = Db::empty();
+    two.build(&["--max-seeds", "8", "--threads", "2"]);
+    assert_same_files(&dir, &one.root().join("awari-6"));
+    assert_same_files(&dir, &two.root().join("awari-6"));
+}
+
+#[test]
+fn query_json_shape() {
+    let db = Db::built(8);
+    let a = db.query_json("1 1 1 1 1 2 0 0 0 0 0 0");
+    for key in [
+        "rules",
+        "pits",
+        "seeds",
+        "value",
+        "stored",
+        "moves",
+        "best",
+        "game_over",
+    ] {
+        assert!(a.get(key).is_some(), "no {key}: {a}");
+    }
+    assert_eq!(a["rules"], "awari");
+    assert_eq!(
+        a["pits"],
+        serde_json::json!([1, 1, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0])
+    );
+    assert_eq!(a["seeds"], 7);
+    assert_eq!(a["stored"], true);
+    assert!(a["game_over"].is_null());
+    assert!(a.get("line").is_none());
+    let value = a["value"].as_i64().unwrap();
+    let moves = a["moves"].as_array().unwrap();
+    assert!(!moves.is_empty());
+    let mut best = Vec::new();
+    for m in moves {
+        for key in ["pit", "value", "captured", "ends_game"] {
+            assert!(m.get(key).is_some(), "no {key} in a move: {a}");
+        }
+        assert!(m["value"].as_i64().unwrap() <= value);
+        if m["value"].as_i64() == Some(value) {
+            best.push(m["pit"].clone());
+        }
+    }
+    assert_eq!(a["best"], Value::Array(best));
+
+    // With --line: a principal variation to the end of the game that scores the value.
+    let l = line_of(&db, "1 1 0 0 0 0 0 0 0 0 0 1");
+    assert_eq!(l["value"], 3);
+    let line = &l["line"];
+    assert_eq!(line["plies"].as_array().unwrap().len(), 3, "{l}");
+    for ply in line["plies"].as_array().unwrap() {
+        for key in ["player", "pit", "captured", "after"] {
+            assert!(ply.get(key).is_some(), "no {key} in a ply: {l}");
+        }
+    }
+    assert!(line["end"].is_string(), "{l}");
+    assert_eq!(line["score"], serde_json::json!([3.0, 0.0]), "{l}");
+
+    // A finished game.
+    let g = db.query_json("0 0 0 0 0 0 1 1 0 0 0 0");
+    assert_eq!(g["value"], -2);
+    assert!(g["game_over"].is_string(), "{g}");
+    assert_eq!(g["moves"], serde_json::json!([]));
+}
+
+fn line_of(db: &Db, position: &str) -> Value {
+    serde_json::from_str(&db.query(&["--json", "--line"], position)).unwrap()
+}
+
+/// The score of a principal variation is the value: `score[0] - score[1] == value`.
+/// Known defect: without a distance to the win in the database, `line` can follow best
+/// moves round a cycle in a won position (here +7 ends "a position repeats", 3.5 to 3.5;
+/// about one in seven random positions of 2..8 seeds).
+#[test]
+#[ignore = "known defect: --line can cycle in a won position"]
+fn principal_variation_realises_the_value() {
+    let db = Db::built(8);
+    for position in ["1 1 0 0 0 0 0 0 0 0 0 1", "1 1 1 1 1 2 0 0 0 0 0 0"] {
+        let l = line_of(&db, position);
+        let score = l["line"]["score"].as_array().unwrap();
+        let (s0, s1) = (score[0].as_f64().unwrap(), score[1].as_f64().unwrap());
+        assert_eq!(s0 + s1, l["seeds"].as_f64().unwrap(), "{l}");
+        assert_eq!(s0 - s1, l["value"].as_f64().unwrap(), "{l}");
+    }
+}
+
+#[test]
+fn query_stdin_answers_line_by_line() {
+    let db = Db::built(8);
+    let root = db.root_str();
+    let mut child = Command::new(BIN)
+        .args(["query", "--stdin", "--dir", &root])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"1 1 1 1 1 2 0 0 0 0 0 0\n1 1 x 0 0 0 0 0 0 0 0 0\n0,0,0,0,0,1,1,1,1,1,1,1\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert_eq!(lines[0]["seeds"], 7);
+    assert!(lines[0].get("error").is_none());
+    assert!(
+        lines[1]["error"].as_str().unwrap().contains("'x'"),
+        "{stdout}"
+    );
+    assert!(lines[1].get("value").is_none());
+    assert_eq!(lines[2]["stored"], false);
+    assert!(lines[2].get("error").is_none());
+    assert_eq!(
+        lines[0],
+        db.query_json("1 1 1 1 1 2 0 0 0 0 0 0"),
+        "--stdin and a single --json query agree"
+    );
+}
+
+#[test]
+fn text_query() {
+    let db = Db::built(6);
+    let out = db.query(&["--line"], "1 1 0 0 0 0 0 0 0 0 0 1");
+    assert!(out.contains("3 seeds: value +3"), "{out}");
+    assert!(out.contains("principal variation:"), "{out}");
+}
+
+#[test]
+fn count_gives_the_romein_bal_total() {
+    let out = ok(&["count"]);
+    assert!(out.contains("889,063,398,406"), "{out}");
+    assert!(out.contains("203,648,015,935"), "{out}");
+    let e = fail(&["count", "--pits", "9"]);
+    assert!(e.contains('9'), "{e}");
+}
