@@ -16,14 +16,20 @@
 
 use crate::rules::{Board, MAX_PITS, MAX_SEEDS};
 
+/// Rows of the binomial table: every `a = r + i` a rank can ask for (`r <= 127` seeds,
+/// `i < 16` pits) is below 256, so an index masked to a byte is always in bounds.
+const ROWS: usize = 256;
+/// Columns: `C(a, b)` with `b < 2 * MAX_PITS`.
+const COLS: usize = 2 * MAX_PITS;
+
 /// Ranking tables for one board size, valid for every level up to `max_seeds`.
 #[derive(Clone, Debug)]
 pub struct Index {
     p: usize,
     max_seeds: usize,
-    /// `binom[a * stride + b] = C(a, b)` for `a <= max_seeds + 2P`, `b <= 2P`.
-    binom: Vec<u64>,
-    stride: usize,
+    /// `binom[b][a] = C(a, b)`; saturated where it would not fit (never for the
+    /// levels up to `max_seeds`, which `new` checks).
+    binom: Box<[[u64; ROWS]; COLS]>,
 }
 
 impl Index {
@@ -39,30 +45,26 @@ impl Index {
             ));
         }
         let np = 2 * p;
-        let rows = max_seeds + np + 1;
-        let stride = np + 1;
-        let mut binom = vec![0u64; rows * stride];
-        for a in 0..rows {
-            binom[a * stride] = 1;
-            for b in 1..=np.min(a) {
-                let up = binom[(a - 1) * stride + b - 1];
-                let left = if b < a {
-                    binom[(a - 1) * stride + b]
-                } else {
-                    0
-                };
-                binom[a * stride + b] = up.checked_add(left).ok_or_else(|| {
-                    format!(
-                        "levels of {max_seeds} seeds on {p} pits per side are too large to index"
-                    )
-                })?;
+        let mut binom = Box::new([[0u64; ROWS]; COLS]);
+        let mut overflow = false;
+        for a in 0..ROWS {
+            binom[0][a] = 1;
+            for b in 1..COLS.min(a + 1) {
+                let (sum, o) = binom[b - 1][a - 1].overflowing_add(binom[b][a - 1]);
+                binom[b][a] = if o { u64::MAX } else { sum };
+                // Only the entries that ranks and sizes up to max_seeds use must be exact.
+                overflow |= (o || sum == u64::MAX) && a <= max_seeds + np && b < np;
             }
+        }
+        if overflow {
+            return Err(format!(
+                "levels of {max_seeds} seeds on {p} pits per side are too large to index"
+            ));
         }
         Ok(Index {
             p,
             max_seeds,
             binom,
-            stride,
         })
     }
 
@@ -76,11 +78,12 @@ impl Index {
         self.max_seeds
     }
 
-    /// `C(a, b)`, zero when `b > a`.
+    /// `C(a, b)`, zero when `b > a`. The masks keep every index in bounds without a check
+    /// (callers never exceed them: see `ROWS`).
     #[inline(always)]
     fn c(&self, a: usize, b: usize) -> u64 {
-        debug_assert!(a < self.binom.len() / self.stride && b < self.stride);
-        self.binom[a * self.stride + b]
+        debug_assert!(a < ROWS && b < COLS);
+        self.binom[b & (COLS - 1)][a & (ROWS - 1)]
     }
 
     /// Compositions of `r` seeds into `k >= 1` pits.
@@ -90,19 +93,24 @@ impl Index {
     }
 
     /// Positions that agree with the board above pit `i` and hold fewer than `x` seeds in
-    /// pit `i`, given `r` seeds left for pits `i..=0` and whether an opponent pit above
-    /// `i` is already empty.
+    /// pit `i`, given `r` seeds left for pits `i..=0`, when an opponent pit above `i` is
+    /// already empty or `i` is an own pit.
     #[inline(always)]
-    fn below(&self, i: usize, r: usize, x: usize, zero_seen: bool) -> u64 {
-        let all = self.c(r + i, i) - self.c(r + i - x, i);
-        if zero_seen || i < self.p || x == 0 {
-            return all;
+    fn below_free(&self, i: usize, r: usize, x: usize) -> u64 {
+        self.c(r + i, i) - self.c(r + i - x, i)
+    }
+
+    /// The same for an opponent pit `i` with no empty opponent pit above it.
+    #[inline(always)]
+    fn below_constrained(&self, i: usize, r: usize, x: usize) -> u64 {
+        let all = self.below_free(i, r, x);
+        if x == 0 {
+            return 0;
         }
-        // Pit i is an opponent pit and none above it is empty. The completions with
-        // y = 0 here are free; those with y in 1..x must leave an empty opponent pit
-        // among the m below, so drop the ones with all m non-empty.
-        let m = i - self.p;
+        // The completions with y = 0 here are free; those with y in 1..x must leave an
+        // empty opponent pit among the m below, so drop the ones with all m non-empty:
         // sum_{y=1}^{x-1} cnt(i, r-y-m) = S(i, r-m, x) - cnt(i, r-m), zero if r < m.
+        let m = i - self.p;
         if r < m {
             return all;
         }
@@ -110,6 +118,15 @@ impl Index {
         // rm + i - x = (r - x) + P is never negative.
         let full = self.c(rm + i, i) - self.c(rm + i - x, i);
         all - (full - self.cnt(i, rm))
+    }
+
+    #[inline(always)]
+    fn below(&self, i: usize, r: usize, x: usize, zero_seen: bool) -> u64 {
+        if zero_seen || i < self.p {
+            self.below_free(i, r, x)
+        } else {
+            self.below_constrained(i, r, x)
+        }
     }
 
     /// Positions in level `n`: `C(n+2P-1, 2P-1) - C(n+P-1, 2P-1)`.
@@ -123,16 +140,26 @@ impl Index {
     #[inline]
     pub fn rank(&self, board: &Board) -> u64 {
         debug_assert!(board.is_stored());
-        let np = 2 * self.p;
         let pits = board.pits();
         let mut r = board.seeds();
         let mut rank = 0u64;
-        let mut zero_seen = false;
-        for i in (1..np).rev() {
+        // Opponent pits down to the first empty one: constrained counts.
+        let mut i = 2 * self.p - 1;
+        while i >= self.p {
             let x = pits[i] as usize;
-            rank += self.below(i, r, x, zero_seen);
-            zero_seen |= x == 0 && i >= self.p;
+            i -= 1;
+            if x == 0 {
+                break;
+            }
+            rank += self.below_constrained(i + 1, r, x);
             r -= x;
+        }
+        // Below it every completion is stored: plain counts.
+        while i >= 1 {
+            let x = pits[i] as usize;
+            rank += self.below_free(i, r, x);
+            r -= x;
+            i -= 1;
         }
         rank
     }

@@ -1,7 +1,7 @@
 //! Probing a built database: the value of any position, the value of each move, the
 //! best moves and a principal variation.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::build::{build_command, db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::rules::{legal_moves, Board, Rules, MAX_PITS, MAX_SEEDS};
+use crate::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
 use crate::table::{level_path, Check, Level};
 
 /// An open database: one rule set and board size. Levels are opened (and their
@@ -235,8 +235,10 @@ impl Database {
         })
     }
 
-    /// Plays best moves (the lowest best pit each time) from `board` to the end of the
-    /// game, or until a position repeats (endless play: the seeds left are split).
+    /// Plays a principal variation from `board` to the end of the game: best moves only,
+    /// and in a won position the winner makes progress (see [`Database::conversion_plan`])
+    /// so that the line realises the value. A drawn line ends when a position repeats
+    /// (endless play: the seeds left are split evenly).
     pub fn line(&self, board: &Board, max_plies: usize) -> Result<Line> {
         let mut pos = *board;
         let mut score = [0f64; 2];
@@ -244,6 +246,7 @@ impl Database {
         let mut seen = HashSet::new();
         seen.insert(pos);
         let mut player = 0u8;
+        let mut plan: Option<HashMap<Board, u32>> = None;
         let end;
         loop {
             let a = self.analyze(&pos)?;
@@ -256,13 +259,34 @@ impl Database {
                 end = why.to_string();
                 break;
             }
-            let best = a.best[0];
-            let m = legal_moves(&pos, self.rules)
+            if a.value != 0 && !plan.as_ref().is_some_and(|p| p.contains_key(&pos)) {
+                plan = self.conversion_plan(&pos, PLAN_LIMIT)?;
+            }
+            let legal = legal_moves(&pos, self.rules);
+            let best: Vec<Move> = legal
                 .as_slice()
                 .iter()
-                .copied()
-                .find(|m| m.pit == best)
-                .unwrap();
+                .zip(&a.moves)
+                .filter(|(_, mv)| mv.value == a.value)
+                .map(|(m, _)| *m)
+                .collect();
+            let m = match &plan {
+                Some(dist) if a.value != 0 => {
+                    let exit = best.iter().find(|m| !m.stays_in_level());
+                    let inside = best.iter().filter(|m| m.stays_in_level());
+                    if a.value > 0 {
+                        // The winner converts at once if it can, else gets closer.
+                        *exit.unwrap_or_else(|| inside.min_by_key(|m| dist[&m.child]).unwrap())
+                    } else {
+                        // The loser delays as long as it can.
+                        *inside
+                            .max_by_key(|m| (dist[&m.child], std::cmp::Reverse(m.pit)))
+                            .or(exit)
+                            .unwrap()
+                    }
+                }
+                _ => best[0],
+            };
             score[player as usize] += m.captured as f64;
             plies.push(Ply {
                 player,
@@ -291,7 +315,104 @@ impl Database {
         }
         Ok(Line { plies, end, score })
     }
+
+    /// For a won or lost position: the positions reachable from it by best moves that stay
+    /// in its level, each with its distance to conversion (the plies until the winner can
+    /// leave the level by a capture or a game end that realises the value, the winner
+    /// hurrying and the loser delaying). The database stores values, not distances, so
+    /// this is a small retrograde analysis of that graph. `None` for a draw, or if the
+    /// graph has more than `limit` positions.
+    pub fn conversion_plan(
+        &self,
+        start: &Board,
+        limit: usize,
+    ) -> Result<Option<HashMap<Board, u32>>> {
+        let mut id: HashMap<Board, usize> = HashMap::new();
+        let mut nodes = vec![*start];
+        id.insert(*start, 0);
+        let mut winner = Vec::new();
+        let mut exit = Vec::new();
+        let mut kids: Vec<Vec<usize>> = Vec::new();
+        let mut next = 0;
+        while next < nodes.len() {
+            let x = nodes[next];
+            next += 1;
+            let a = self.analyze(&x)?;
+            if a.value == 0 || a.game_over.is_some() {
+                return Ok(None);
+            }
+            winner.push(a.value > 0);
+            let mut has_exit = false;
+            let mut ks = Vec::new();
+            for (m, mv) in legal_moves(&x, self.rules).as_slice().iter().zip(&a.moves) {
+                if mv.value != a.value {
+                    continue;
+                }
+                if !m.stays_in_level() {
+                    has_exit = true;
+                    continue;
+                }
+                let k = *id.entry(m.child).or_insert_with(|| {
+                    nodes.push(m.child);
+                    nodes.len() - 1
+                });
+                ks.push(k);
+            }
+            exit.push(has_exit);
+            kids.push(ks);
+            if nodes.len() > limit {
+                return Ok(None);
+            }
+        }
+        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+        for (x, ks) in kids.iter().enumerate() {
+            for &k in ks {
+                parents[k].push(x);
+            }
+        }
+        const UNKNOWN: u32 = u32::MAX;
+        let mut dist = vec![UNKNOWN; nodes.len()];
+        let mut left: Vec<usize> = kids.iter().map(|k| k.len()).collect();
+        let mut queue = std::collections::VecDeque::new();
+        for x in 0..nodes.len() {
+            if (winner[x] && exit[x]) || (!winner[x] && kids[x].is_empty()) {
+                dist[x] = 0;
+                queue.push_back(x);
+            }
+        }
+        // Breadth first, so distances come out in order: a winner takes its first
+        // (smallest) child distance, a loser its last (largest).
+        while let Some(y) = queue.pop_front() {
+            for &x in &parents[y] {
+                if dist[x] != UNKNOWN {
+                    continue;
+                }
+                if !winner[x] {
+                    left[x] -= 1;
+                    if left[x] > 0 {
+                        continue;
+                    }
+                }
+                dist[x] = dist[y] + 1;
+                queue.push_back(x);
+            }
+        }
+        if dist.contains(&UNKNOWN) {
+            // Cannot happen with exact values: every won position converts.
+            return Err(Error::bad(
+                level_path(&self.dir, start.seeds()),
+                format!(
+                    "position {start} is valued {} but its win never converts; run `awari verify`",
+                    self.probe(start)?
+                ),
+            ));
+        }
+        Ok(Some(nodes.into_iter().zip(dist).collect()))
+    }
 }
+
+/// The most positions [`Database::line`] explores in one level to find a converting line.
+const PLAN_LIMIT: usize = 2_000_000;
 
 impl Index {
     /// The most seeds on a board of `p` pits per side whose levels this index can rank.

@@ -175,7 +175,9 @@ impl Board {
     #[inline]
     pub fn is_stored(&self) -> bool {
         let p = self.p as usize;
-        self.pits[p..2 * p].contains(&0)
+        // A plain loop: `contains` on bytes calls memchr, slow for a handful of pits.
+        #[allow(clippy::manual_contains)]
+        self.pits[p..2 * p].iter().any(|&c| c == 0)
     }
 
     /// The board seen from the other side.
@@ -326,6 +328,7 @@ fn turn(pits: &[u8; 2 * MAX_PITS], p: usize) -> Board {
 }
 
 /// Every legal move of `board` under `rules`, in pit order.
+#[inline]
 pub fn legal_moves(board: &Board, rules: Rules) -> Moves {
     let p = board.p as usize;
     let empty = Move {
