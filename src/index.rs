@@ -120,15 +120,6 @@ impl Index {
         all - (full - self.cnt(i, rm))
     }
 
-    #[inline(always)]
-    fn below(&self, i: usize, r: usize, x: usize, zero_seen: bool) -> u64 {
-        if zero_seen || i < self.p {
-            self.below_free(i, r, x)
-        } else {
-            self.below_constrained(i, r, x)
-        }
-    }
-
     /// Positions in level `n`: `C(n+2P-1, 2P-1) - C(n+P-1, 2P-1)`.
     pub fn level_size(&self, n: usize) -> u64 {
         assert!(n <= self.max_seeds);
@@ -139,9 +130,17 @@ impl Index {
     /// The rank of a stored position within its level (`board.seeds()`).
     #[inline]
     pub fn rank(&self, board: &Board) -> u64 {
+        self.rank_in(board, board.seeds())
+    }
+
+    /// [`Index::rank`] for a board known to hold `n` seeds (saves summing the pits in
+    /// hot loops, where that sum was a fifth of the cost).
+    #[inline]
+    pub fn rank_in(&self, board: &Board, n: usize) -> u64 {
         debug_assert!(board.is_stored());
+        debug_assert_eq!(board.seeds(), n);
         let pits = board.pits();
-        let mut r = board.seeds();
+        let mut r = n;
         let mut rank = 0u64;
         // Opponent pits down to the first empty one: constrained counts.
         let mut i = 2 * self.p - 1;
@@ -166,21 +165,53 @@ impl Index {
 
     /// The position of level `n` with the given rank.
     pub fn unrank(&self, n: usize, mut rank: u64) -> Board {
-        debug_assert!(rank < self.level_size(n));
-        let np = 2 * self.p;
-        let mut b = Board::empty(self.p);
+        // Out of range, the walk below would not end.
+        assert!(rank < self.level_size(n), "rank {rank} out of level {n}");
+        let p = self.p;
+        let mut b = Board::empty(p);
         let mut r = n;
-        let mut zero_seen = false;
-        for i in (1..np).rev() {
-            // The largest x with below(x) <= rank; below grows with x.
-            let mut x = 0;
-            while x < r && self.below(i, r, x + 1, zero_seen) <= rank {
+        // Walk the values of each pit up from 0, taking off the positions that each
+        // value accounts for, until the rank falls inside one: one look-up per step.
+        let mut i = 2 * p - 1;
+        // Opponent pits while none is empty: value 0 frees the rest; a value y >= 1
+        // leaves cnt(i, r-y) completions less those with the m pits below all non-empty.
+        while i >= p {
+            let m = i - p;
+            let free = self.cnt(i, r);
+            if rank < free {
+                // This pit is empty (b already holds 0).
+                i -= 1;
+                break;
+            }
+            rank -= free;
+            let mut x = 1;
+            loop {
+                let left = r - x;
+                let with = self.cnt(i, left) - if left >= m { self.cnt(i, left - m) } else { 0 };
+                if rank < with {
+                    break;
+                }
+                rank -= with;
                 x += 1;
             }
-            rank -= self.below(i, r, x, zero_seen);
             b.set(i, x as u8);
-            zero_seen |= x == 0 && i >= self.p;
             r -= x;
+            i -= 1;
+        }
+        // Every pit below: a value y accounts for cnt(i, r-y) positions.
+        while i >= 1 {
+            let mut x = 0;
+            loop {
+                let with = self.cnt(i, r - x);
+                if rank < with {
+                    break;
+                }
+                rank -= with;
+                x += 1;
+            }
+            b.set(i, x as u8);
+            r -= x;
+            i -= 1;
         }
         b.set(0, r as u8);
         b

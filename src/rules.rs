@@ -395,13 +395,63 @@ pub fn legal_moves(board: &Board, rules: Rules) -> Moves {
     out
 }
 
-/// Calls `f` with every predecessor of `child` by a legal move that stays in the level
-/// (no capture, the game goes on), each once. Predecessors are seen from their own side
-/// to move; some of them are not stored positions (full opponent row).
+/// What the forward pass of the solver needs of a position's moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exits {
+    /// The game is over before any move; the value for the side to move.
+    Terminal(i8),
+    /// Every move leaves the opponent without seeds (Awari): each is worth `n`.
+    AllEnd,
+    /// The number of legal moves that stay in the level; the capturing ones were given
+    /// to the callback.
+    Moves { stay: u8 },
+}
+
+/// The moves of `board` as the solver's forward pass sees them, the same as
+/// [`legal_moves`] without building a child for moves that stay in the level: calls
+/// `capture(captured, child)` for each legal capturing move and counts the others.
+#[inline]
+pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &Board)) -> Exits {
+    let p = board.p as usize;
+    if board.own_seeds() == 0 {
+        return Exits::Terminal(-(board.seeds() as i8));
+    }
+    let mut stay = 0u8;
+    let mut legal = false;
+    for o in 0..p {
+        if board.pits[o] == 0 {
+            continue;
+        }
+        let (pits, captured, starved) = play_raw(board, rules, o);
+        if starved {
+            // Legal only if every move starves; then all are worth n.
+            continue;
+        }
+        legal = true;
+        if captured > 0 {
+            capture(captured, &turn(&pits, p));
+        } else {
+            stay += 1;
+        }
+    }
+    if legal {
+        Exits::Moves { stay }
+    } else {
+        match rules {
+            Rules::Awari => Exits::AllEnd,
+            Rules::Oware => Exits::Terminal(board.seeds() as i8),
+        }
+    }
+}
+
+/// Calls `f(parent, stored)` with every predecessor of `child` by a legal move that
+/// stays in the level (no capture, the game goes on), each once, and whether the
+/// database stores it (some of them have a full opponent row). Predecessors are seen
+/// from their own side to move.
 ///
 /// Each candidate is made by un-sowing and then confirmed by playing the move forward,
 /// which keeps this exactly the inverse of [`legal_moves`] for in-level moves.
-pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
+pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bool)) {
     let p = child.p as usize;
     let np = 2 * p;
     // The mover's own row is the child's opponent row; a move that stays in the level
@@ -425,11 +475,15 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
         }
         *q = chain == 0 || (rules == Rules::Oware && chain == opponent);
     }
+    // Empty pits in the opponent row of the base; a predecessor is stored if its own
+    // count (base less the seeds sown into that row) is not zero.
+    let opp_zeros0 = base.pits[p..np].iter().filter(|&&c| c == 0).count();
     for o in 0..p {
         if base.pits[o] != 0 {
             continue;
         }
-        let mut par = base.pits;
+        let mut parent = base;
+        let mut opp_zeros = opp_zeros0;
         let mut j = o;
         for s in 1..=MAX_SEEDS {
             j += 1;
@@ -442,24 +496,23 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board)) {
                     j = 0;
                 }
             }
-            if par[j] == 0 {
+            let c = parent.pits[j];
+            if c == 0 {
                 // This pit would have to receive a seed it does not hold; larger counts
                 // need even more, so no larger count works either.
                 break;
             }
-            par[j] -= 1;
+            parent.pits[j] = c - 1;
+            opp_zeros += (c == 1 && j >= p) as usize;
             // The s-th seed lands in pit j: the last one.
             if !quiet[j] {
                 continue;
             }
-            let mut cand = par;
-            cand[o] = s as u8;
-            let parent = Board {
-                pits: cand,
-                p: child.p,
-            };
+            parent.pits[o] = s as u8;
             debug_assert!(confirms(&parent, rules, o, child));
-            f(&parent);
+            debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
+            f(&parent, opp_zeros > 0);
+            parent.pits[o] = 0;
         }
     }
 }
@@ -476,7 +529,7 @@ fn confirms(parent: &Board, rules: Rules, o: usize, child: &Board) -> bool {
 /// Collects [`for_each_unmove`] into a vector (tests and tools; not for hot loops).
 pub fn unmoves(child: &Board, rules: Rules) -> Vec<Board> {
     let mut v = Vec::new();
-    for_each_unmove(child, rules, |b| v.push(*b));
+    for_each_unmove(child, rules, |b, _| v.push(*b));
     v
 }
 

@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::index::Index;
-use crate::rules::{for_each_unmove, legal_moves, Board, Rules};
+use crate::rules::{for_each_exit, for_each_unmove, legal_moves, Board, Exits, Rules};
 
 /// Read access to the values of finished levels.
 pub trait Lower: Sync {
@@ -142,24 +142,16 @@ pub fn solve_level<L: Lower + ?Sized>(
             let len = ((end - i) as usize).min(FORWARD_BATCH);
             captures.clear();
             for slot in 0..len {
-                let moves = legal_moves(&board, rules);
-                best[slot] = NO_EXIT;
-                stay[slot] = 0;
-                if let Some(v) = moves.terminal_value {
-                    best[slot] = v;
-                } else {
-                    for m in moves.as_slice() {
-                        if m.ends_game {
-                            best[slot] = n as i8;
-                        } else if m.captured > 0 {
-                            let ci = index.rank(&m.child);
-                            lower.prefetch(n - m.captured as usize, ci);
-                            captures.push((slot as u8, m.captured, ci));
-                        } else {
-                            stay[slot] += 1;
-                        }
-                    }
-                }
+                let exits = for_each_exit(&board, rules, |c, child| {
+                    let ci = index.rank_in(child, n - c as usize);
+                    lower.prefetch(n - c as usize, ci);
+                    captures.push((slot as u8, c, ci));
+                });
+                (best[slot], stay[slot]) = match exits {
+                    Exits::Terminal(v) => (v, 0),
+                    Exits::AllEnd => (n as i8, 0),
+                    Exits::Moves { stay } => (NO_EXIT, stay),
+                };
                 if i + (slot as u64) + 1 < end {
                     index.next(&mut board);
                 }
@@ -194,6 +186,7 @@ pub fn solve_level<L: Lower + ?Sized>(
     let solver = Backward {
         rules,
         index,
+        n,
         state: &state,
     };
     for t in (1..=n as i8).rev() {
@@ -312,6 +305,8 @@ struct Work {
 struct Backward<'a> {
     rules: Rules,
     index: &'a Index,
+    /// The level: seeds on every board.
+    n: usize,
     state: &'a State,
 }
 
@@ -344,9 +339,9 @@ impl Backward<'_> {
             for _ in 0..stack.len().min(BACKWARD_BATCH) {
                 let (_, board, won) = stack.pop().unwrap();
                 done += 1;
-                for_each_unmove(&board, self.rules, |q| {
-                    if q.is_stored() {
-                        let qi = self.index.rank(q);
+                for_each_unmove(&board, self.rules, |q, stored| {
+                    if stored {
+                        let qi = self.index.rank_in(q, self.n);
                         prefetch(&count[qi as usize]);
                         pending.push((qi, *q, won));
                     }
