@@ -139,12 +139,27 @@ impl Index {
     pub fn rank_in(&self, board: &Board, n: usize) -> u64 {
         debug_assert!(board.is_stored());
         debug_assert_eq!(board.seeds(), n);
-        let pits = board.pits();
+        // One copy of the loops per board size, so that they unroll: ranking the
+        // predecessors of settled positions is the largest single cost of a build.
+        let pits = board.raw();
+        match self.p {
+            2 => self.rank_p::<2>(pits, n),
+            3 => self.rank_p::<3>(pits, n),
+            4 => self.rank_p::<4>(pits, n),
+            5 => self.rank_p::<5>(pits, n),
+            6 => self.rank_p::<6>(pits, n),
+            7 => self.rank_p::<7>(pits, n),
+            _ => self.rank_p::<8>(pits, n),
+        }
+    }
+
+    #[inline(always)]
+    fn rank_p<const P: usize>(&self, pits: &[u8; 2 * MAX_PITS], n: usize) -> u64 {
         let mut r = n;
         let mut rank = 0u64;
         // Opponent pits down to the first empty one: constrained counts.
-        let mut i = 2 * self.p - 1;
-        while i >= self.p {
+        let mut i = 2 * P - 1;
+        while i >= P {
             let x = pits[i] as usize;
             i -= 1;
             if x == 0 {

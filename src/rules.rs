@@ -128,6 +128,12 @@ impl Board {
         self.p as usize
     }
 
+    /// All pit slots, zero past `2P` (for hot loops specialised to a board size).
+    #[inline]
+    pub fn raw(&self) -> &[u8; 2 * MAX_PITS] {
+        &self.pits
+    }
+
     /// The `2P` pit counts, side to move first.
     #[inline]
     pub fn pits(&self) -> &[u8] {
@@ -462,22 +468,25 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
     // The position after the move, in the mover's frame. Nothing was captured, so it is
     // also the board right after sowing.
     let base = turn(&child.pits, p);
-    // Whether a sowing that ends in pit j leaves the level untouched: no capture there,
-    // or (Oware) a capture of every opponent seed, which captures nothing.
-    let mut quiet = [true; 2 * MAX_PITS];
-    let opponent: usize = base.pits[p..np].iter().map(|&c| c as usize).sum();
-    for (j, q) in quiet.iter_mut().enumerate().take(np).skip(p) {
+    // Empty pits in the opponent row of the base; a predecessor is stored if its own
+    // count (base less the seeds sown into that row) is not zero.
+    let opp_zeros0 = base.pits[p..np].iter().filter(|&&c| c == 0).count();
+    // Whether a sowing that ends in pit j leaves the level: it captures there unless
+    // (Oware) the capture would take every opponent seed, which captures nothing. Only
+    // pits of 2 or 3 can end in a capture, so most candidates skip this test.
+    let captures_at = |j: usize| -> bool {
+        if rules == Rules::Awari {
+            return true;
+        }
         let mut k = j;
         let mut chain = 0usize;
         while k >= p && (base.pits[k] == 2 || base.pits[k] == 3) {
             chain += base.pits[k] as usize;
             k -= 1;
         }
-        *q = chain == 0 || (rules == Rules::Oware && chain == opponent);
-    }
-    // Empty pits in the opponent row of the base; a predecessor is stored if its own
-    // count (base less the seeds sown into that row) is not zero.
-    let opp_zeros0 = base.pits[p..np].iter().filter(|&&c| c == 0).count();
+        let opponent: usize = base.pits[p..np].iter().map(|&c| c as usize).sum();
+        chain != opponent
+    };
     for o in 0..p {
         if base.pits[o] != 0 {
             continue;
@@ -505,7 +514,7 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
             parent.pits[j] = c - 1;
             opp_zeros += (c == 1 && j >= p) as usize;
             // The s-th seed lands in pit j: the last one.
-            if !quiet[j] {
+            if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                 continue;
             }
             parent.pits[o] = s as u8;
