@@ -20,15 +20,19 @@
 //!
 //! The stages follow the data: [`rules`] (board, moves, un-moves) -> [`index`] (ranking)
 //! -> [`table`] (level files) -> [`solve`] (one level) -> [`build`] (all levels) ->
-//! [`query`] (probing).
+//! [`query`] (probing) -> [`verify`] (checking a built database), with [`reference`] (an
+//! independent solver) and [`variants`] (the start positions of small boards).
 
 pub mod build;
 pub mod error;
 pub mod index;
 pub mod query;
+pub mod reference;
 pub mod rules;
 pub mod solve;
 pub mod table;
+pub mod variants;
+pub mod verify;
 
 pub use build::{build, db_dir, BuildOptions, LevelReport};
 pub use error::{Error, Result};

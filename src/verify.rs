@@ -1,0 +1,629 @@
+//! Verifying a built database: headers and checksums, the local equation of DESIGN
+//! section 2 on every stored position, and (`deep`) a second, independent solution of
+//! every level compared byte for byte.
+//!
+//! The local check recomputes `v(p) = max over legal moves (captured - v(child))` (game
+//! ends and forced moves as in the rules) from the stored values of the children: the
+//! lower levels for captures, the same level for in-level moves. It catches a damaged
+//! byte and most solver bugs, but not a wrong value that is consistent round a cycle:
+//! that equation has other solutions than the true values.
+//!
+//! The deep check solves each level again by the threshold attractors of DESIGN section
+//! 2(a), every threshold at once, by forward sweeps that use only [`legal_moves`]: no
+//! un-moves, no counters, nothing of `solve.rs`. For a position `p` let `w(p)` be the
+//! largest `t >= 1` such that the side to move can force a capture or game end worth
+//! `>= t` in finitely many moves (0 if none), and `l(p)` likewise for the opponent
+//! forcing `<= -t`. With `b(p)` the best exit (capture or game end) and `c` the in-level
+//! children, `(w, l)` is the least fixpoint of
+//!
+//! ```text
+//! w(p) = max(b(p), 0, max_c l(c))          l(p) = max(0, min(-b(p), min_c w(c)))
+//! ```
+//!
+//! and the value is `w - l` (never both non-zero). The operator is monotone, so sweeping
+//! it in place from zero, in any order and in parallel, climbs to the least fixpoint; it
+//! is reached when a whole sweep changes nothing. One signed byte per position holds
+//! `w` or `-l`, another the exit `b`: two bytes per position.
+
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::build::{build_command, db_dir, expect};
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
+use crate::solve::prefetch;
+use crate::table::{level_path, Check, Level};
+
+/// Mismatches kept per level and check (the first ones in index order).
+pub const SAMPLES: usize = 5;
+/// Positions per parallel task.
+const CHUNK: u64 = 1 << 14;
+/// Positions whose moves are generated before any child value is read, so that the
+/// random reads of a batch overlap (as in the solver's forward pass).
+const BATCH: usize = 16;
+/// `b` of a position with no capture, forced move or game end.
+const NO_EXIT: i8 = i8::MIN;
+
+/// What to verify.
+#[derive(Clone, Debug)]
+pub struct VerifyOptions {
+    /// The root folder (as given to `awari build --dir`).
+    pub root: PathBuf,
+    pub rules: Rules,
+    pub pits: usize,
+    /// The levels to check; `None`: every level present, from 0 up to the first gap.
+    pub levels: Option<RangeInclusive<usize>>,
+    /// Also solve each level again by the independent method and compare.
+    pub deep: bool,
+    /// Draw progress bars on stderr.
+    pub progress: bool,
+}
+
+/// One stored position whose value is not what the check computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub index: u64,
+    pub board: Board,
+    pub stored: i8,
+    /// The value from its moves (local check) or from the independent solution (deep).
+    pub computed: i8,
+}
+
+/// Mismatches of one check of one level.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Mismatches {
+    pub count: u64,
+    /// The first [`SAMPLES`] in index order.
+    pub first: Vec<Mismatch>,
+}
+
+impl Mismatches {
+    fn push(&mut self, m: Mismatch) {
+        self.count += 1;
+        if self.first.len() < SAMPLES {
+            self.first.push(m);
+        }
+    }
+
+    fn merge(mut self, other: Mismatches) -> Mismatches {
+        self.count += other.count;
+        self.first.extend(other.first);
+        self.first.sort_by_key(|m| m.index);
+        self.first.truncate(SAMPLES);
+        self
+    }
+}
+
+/// The deep check of one level.
+#[derive(Clone, Debug)]
+pub struct DeepCheck {
+    /// Sweeps until nothing changed (the last one changes nothing).
+    pub sweeps: u32,
+    pub mismatches: Mismatches,
+    pub seconds: f64,
+}
+
+/// The verdict on one level.
+#[derive(Clone, Debug)]
+pub struct LevelCheck {
+    pub seeds: usize,
+    pub positions: u64,
+    /// `None` if the payload checksum matches the header, else what is wrong.
+    pub checksum_problem: Option<String>,
+    pub mismatches: Mismatches,
+    pub seconds: f64,
+    pub deep: Option<DeepCheck>,
+}
+
+impl LevelCheck {
+    pub fn ok(&self) -> bool {
+        self.checksum_problem.is_none()
+            && self.mismatches.count == 0
+            && self.deep.as_ref().is_none_or(|d| d.mismatches.count == 0)
+    }
+}
+
+/// Parses a level range: `A..=B`, `A..B` (B excluded) or a single level `N`.
+pub fn parse_levels(s: &str) -> std::result::Result<RangeInclusive<usize>, String> {
+    let bad = || format!("--levels '{s}': expected a range of levels like 0..=20, or one level");
+    let num = |t: &str| t.trim().parse::<usize>().map_err(|_| bad());
+    let (a, b) = if let Some((a, b)) = s.split_once("..=") {
+        (num(a)?, num(b)?)
+    } else if let Some((a, b)) = s.split_once("..") {
+        let b = num(b)?;
+        if b == 0 {
+            return Err(format!("--levels '{s}': the range is empty"));
+        }
+        (num(a)?, b - 1)
+    } else {
+        let n = num(s)?;
+        (n, n)
+    };
+    if a > b {
+        return Err(format!(
+            "--levels '{s}': the first level ({a}) is above the last ({b})"
+        ));
+    }
+    Ok(a..=b)
+}
+
+/// The highest `n` such that the files of levels `0..=n` all exist in `dir`.
+pub fn present_levels(dir: &Path) -> Option<usize> {
+    let mut n = 0;
+    while level_path(dir, n).exists() {
+        n += 1;
+    }
+    n.checked_sub(1)
+}
+
+/// Verifies the levels asked for, calling `report` after each. Fails (an `Err`) only
+/// when a level cannot be read at all: missing, truncated, of another database, or a
+/// damaged level below the range, which the checked levels read. Checksum and value
+/// mismatches of the checked levels are in the reports: see [`LevelCheck::ok`].
+pub fn verify(
+    opts: &VerifyOptions,
+    mut report: impl FnMut(&LevelCheck),
+) -> Result<Vec<LevelCheck>> {
+    let dir = db_dir(&opts.root, opts.rules, opts.pits);
+    let range = match &opts.levels {
+        Some(r) => r.clone(),
+        None => {
+            let top = present_levels(&dir).ok_or_else(|| {
+                Error::Input(format!(
+                    "no levels in {}; build some first, e.g. `{}`",
+                    dir.display(),
+                    build_command(&opts.root, opts.rules, opts.pits, 16)
+                ))
+            })?;
+            0..=top
+        }
+    };
+    let (first, last) = (*range.start(), *range.end());
+    let index = Index::new(opts.pits, last).map_err(Error::Input)?;
+    let mut levels = Vec::with_capacity(last + 1);
+    for n in 0..=last {
+        let path = level_path(&dir, n);
+        if !path.exists() {
+            return Err(Error::MissingLevel {
+                seeds: n,
+                rules: opts.rules,
+                pits: opts.pits,
+                dir: dir.clone(),
+                command: build_command(&opts.root, opts.rules, opts.pits, last),
+            });
+        }
+        // Levels below the range are trusted inputs: refuse them if damaged. Checked
+        // levels report a bad checksum and still get their values checked, so that the
+        // damaged positions are named.
+        let check = if n < first {
+            Check::Full
+        } else {
+            Check::HeaderOnly
+        };
+        levels.push(Level::open(&path, &expect(opts.rules, &index, n), check)?);
+    }
+    let bytes: Vec<&[u8]> = levels.iter().map(|l| l.bytes()).collect();
+    let mut out = Vec::new();
+    for (n, level) in levels.iter().enumerate().skip(first) {
+        let t0 = Instant::now();
+        let checksum_problem = level.check_checksum().err().map(|e| match e {
+            Error::BadLevel { problem, .. } => problem,
+            e => e.to_string(),
+        });
+        let ctx = Ctx {
+            rules: opts.rules,
+            index: &index,
+            n,
+            levels: &bytes,
+        };
+        let pb = bar(opts.progress, index.level_size(n), n, "local");
+        let mismatches = ctx.local_check(&pb);
+        let seconds = t0.elapsed().as_secs_f64();
+        let deep = opts.deep.then(|| {
+            let t0 = Instant::now();
+            pb.set_message("deep");
+            let (sweeps, mismatches) = ctx.deep_check(&pb);
+            DeepCheck {
+                sweeps,
+                mismatches,
+                seconds: t0.elapsed().as_secs_f64(),
+            }
+        });
+        pb.finish_and_clear();
+        let r = LevelCheck {
+            seeds: n,
+            positions: index.level_size(n),
+            checksum_problem,
+            mismatches,
+            seconds,
+            deep,
+        };
+        report(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+fn bar(progress: bool, len: u64, n: usize, phase: &str) -> ProgressBar {
+    if !progress {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(
+            "level {prefix:>3} {msg:14} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+        )
+        .unwrap()
+        .progress_chars("=> "),
+    );
+    pb.set_prefix(n.to_string());
+    pb.set_message(phase.to_string());
+    pb
+}
+
+/// One level being checked and the levels it reads.
+struct Ctx<'a> {
+    rules: Rules,
+    index: &'a Index,
+    n: usize,
+    /// The payloads of levels `0..=n` and maybe more.
+    levels: &'a [&'a [u8]],
+}
+
+/// The expanded moves of a batch of positions: per position its exit value so far and
+/// the children still to be read. Fixed arrays: nothing is allocated per position.
+struct Batch {
+    len: usize,
+    /// Index and board per slot.
+    at: [u64; BATCH],
+    boards: [Board; BATCH],
+    /// Best exit (game end, forced move, capture) per slot, `NO_EXIT` if none yet.
+    exit: [i8; BATCH],
+    /// Children to read: slot, level, seeds captured, index.
+    reads: [(u8, u8, u8, u64); BATCH * MAX_PITS],
+    nreads: usize,
+}
+
+impl Batch {
+    fn new(p: usize) -> Batch {
+        Batch {
+            len: 0,
+            at: [0; BATCH],
+            boards: [Board::empty(p); BATCH],
+            exit: [NO_EXIT; BATCH],
+            reads: [(0, 0, 0, 0); BATCH * MAX_PITS],
+            nreads: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.nreads = 0;
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == BATCH
+    }
+}
+
+/// A bitmap of positions, set concurrently.
+struct Bits(Vec<AtomicU64>);
+
+impl Bits {
+    fn new(len: usize) -> Bits {
+        Bits((0..len.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    #[inline]
+    fn set(&self, i: u64) {
+        let w = &self.0[(i / 64) as usize];
+        let bit = 1u64 << (i % 64);
+        if w.load(Relaxed) & bit == 0 {
+            w.fetch_or(bit, Relaxed);
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: u64) -> bool {
+        self.0[(i / 64) as usize].load(Relaxed) & (1u64 << (i % 64)) != 0
+    }
+
+    /// Set bits in `start..end` (`start` a multiple of 64).
+    fn count(&self, start: u64, end: u64) -> u32 {
+        let words = &self.0[(start / 64) as usize..end.div_ceil(64) as usize];
+        words.iter().map(|w| w.load(Relaxed).count_ones()).sum()
+    }
+
+    fn clear(&self) {
+        self.0.par_iter().for_each(|w| w.store(0, Relaxed));
+    }
+}
+
+impl Ctx<'_> {
+    /// Adds `board` (index `i`) to the batch and expands its moves. `captures`: also
+    /// queue the children of captures (else only in-level children are queued and
+    /// `exit` holds only game ends). In-level children are prefetched from `solving`
+    /// if given, else from the stored level.
+    #[inline]
+    fn add(
+        &self,
+        board: &Board,
+        i: u64,
+        captures: bool,
+        solving: Option<&[AtomicI8]>,
+        batch: &mut Batch,
+    ) {
+        let n = self.n;
+        let slot = batch.len;
+        batch.len += 1;
+        batch.at[slot] = i;
+        batch.boards[slot] = *board;
+        let moves = legal_moves(board, self.rules);
+        batch.exit[slot] = moves.terminal_value.unwrap_or(NO_EXIT);
+        for m in moves.as_slice() {
+            if m.ends_game {
+                batch.exit[slot] = n as i8;
+                continue;
+            }
+            let c = m.captured as usize;
+            if c > 0 && !captures {
+                continue;
+            }
+            let ci = self.index.rank(&m.child);
+            match solving {
+                Some(s) if c == 0 => prefetch(&s[ci as usize]),
+                _ => prefetch(&self.levels[n - c][ci as usize]),
+            }
+            batch.reads[batch.nreads] = (slot as u8, (n - c) as u8, c as u8, ci);
+            batch.nreads += 1;
+        }
+    }
+
+    fn chunks(&self) -> u64 {
+        self.index.level_size(self.n).div_ceil(CHUNK)
+    }
+
+    fn bounds(&self, c: u64) -> (u64, u64) {
+        let start = c * CHUNK;
+        (start, (start + CHUNK).min(self.index.level_size(self.n)))
+    }
+
+    /// The local check: every stored value against the values of its children.
+    fn local_check(&self, pb: &ProgressBar) -> Mismatches {
+        let here = self.levels[self.n];
+        (0..self.chunks())
+            .into_par_iter()
+            .map_init(
+                || Batch::new(self.index.pits_per_side()),
+                |batch, c| {
+                    let (start, end) = self.bounds(c);
+                    let mut found = Mismatches::default();
+                    let mut board = self.index.unrank(self.n, start);
+                    let mut i = start;
+                    // Batches of consecutive positions: generate every move and
+                    // prefetch every child, then read.
+                    loop {
+                        batch.clear();
+                        while !batch.is_full() && i < end {
+                            self.add(&board, i, true, None, batch);
+                            i += 1;
+                            if i < end {
+                                self.index.next(&mut board);
+                            }
+                        }
+                        if batch.len == 0 {
+                            break;
+                        }
+                        let mut best = batch.exit;
+                        for &(slot, level, c, ci) in &batch.reads[..batch.nreads] {
+                            let v = c as i8 - self.levels[level as usize][ci as usize] as i8;
+                            let b = &mut best[slot as usize];
+                            *b = (*b).max(v);
+                        }
+                        for (slot, &want) in best[..batch.len].iter().enumerate() {
+                            let at = batch.at[slot];
+                            let stored = here[at as usize] as i8;
+                            if stored != want {
+                                found.push(Mismatch {
+                                    index: at,
+                                    board: batch.boards[slot],
+                                    stored,
+                                    computed: want,
+                                });
+                            }
+                        }
+                    }
+                    pb.inc(end - start);
+                    found
+                },
+            )
+            .reduce(Mismatches::default, Mismatches::merge)
+    }
+
+    /// The deep check: solves the level by in-place sweeps of the attractor operator
+    /// (module doc) and compares with the stored values. Returns the rounds and the
+    /// mismatches.
+    ///
+    /// Only the first round evaluates every position. Later rounds evaluate the
+    /// predecessors of the positions that changed in the round before (found with the
+    /// un-move generator), which is only a schedule: every update applies the operator
+    /// by forward moves, so values never pass the least fixpoint, whatever the schedule.
+    /// When nothing is left to do, one more full sweep must change nothing: then the
+    /// values are a fixpoint not above the least one, so they are the least one. If it
+    /// changes something (the schedule missed a position), the rounds go on.
+    fn deep_check(&self, pb: &ProgressBar) -> (u32, Mismatches) {
+        let size = self.index.level_size(self.n) as usize;
+        // b: best exit per position, found in the first sweep. s: w, or -l.
+        let exits: Vec<AtomicI8> = (0..size).map(|_| AtomicI8::new(NO_EXIT)).collect();
+        let s: Vec<AtomicI8> = (0..size).map(|_| AtomicI8::new(0)).collect();
+        let mut todo = Bits::new(size);
+        let mut next = Bits::new(size);
+        let mut rounds = 0u32;
+        // Full sweeps: the first, and the confirming ones.
+        let mut full = true;
+        let mut first = true;
+        loop {
+            rounds += 1;
+            pb.set_message(format!("deep round {rounds}"));
+            pb.set_position(0);
+            let changed = AtomicBool::new(false);
+            (0..self.chunks()).into_par_iter().for_each_init(
+                || Batch::new(self.index.pits_per_side()),
+                |batch, c| {
+                    let (start, end) = self.bounds(c);
+                    let marked = if full {
+                        (end - start) as u32
+                    } else {
+                        todo.count(start, end)
+                    };
+                    if marked == 0 {
+                        pb.inc(end - start);
+                        return;
+                    }
+                    // Dense: step through the chunk; sparse: unrank each marked one.
+                    let dense = full || marked as u64 * 16 > end - start;
+                    let mut board = self.index.unrank(self.n, start);
+                    let mut i = start;
+                    let mut any = false;
+                    loop {
+                        batch.clear();
+                        while !batch.is_full() && i < end {
+                            if full || todo.get(i) {
+                                if !dense {
+                                    board = self.index.unrank(self.n, i);
+                                }
+                                self.add(&board, i, first, Some(&s), batch);
+                            }
+                            i += 1;
+                            if dense && i < end {
+                                self.index.next(&mut board);
+                            }
+                        }
+                        if batch.len == 0 {
+                            break;
+                        }
+                        any |= self.deep_batch(batch, first, &exits, &s, &next);
+                    }
+                    if any {
+                        changed.store(true, Relaxed);
+                    }
+                    pb.inc(end - start);
+                },
+            );
+            let changed = changed.load(Relaxed);
+            if full && !first && !changed {
+                break;
+            }
+            first = false;
+            std::mem::swap(&mut todo, &mut next);
+            next.clear();
+            // Nothing scheduled: confirm with a full sweep.
+            full = !changed || todo.count(0, size as u64) == 0;
+        }
+        drop(exits);
+        let here = self.levels[self.n];
+        let mismatches = (0..self.chunks())
+            .into_par_iter()
+            .map(|c| {
+                let (start, end) = self.bounds(c);
+                let mut found = Mismatches::default();
+                for i in start..end {
+                    let (stored, want) = (here[i as usize] as i8, s[i as usize].load(Relaxed));
+                    if stored != want {
+                        found.push(Mismatch {
+                            index: i,
+                            board: self.index.unrank(self.n, i),
+                            stored,
+                            computed: want,
+                        });
+                    }
+                }
+                found
+            })
+            .reduce(Mismatches::default, Mismatches::merge);
+        (rounds, mismatches)
+    }
+
+    /// Applies the operator to every position of an expanded batch; schedules the
+    /// predecessors of those that change into `next`. Returns whether any changed.
+    fn deep_batch(
+        &self,
+        batch: &Batch,
+        first: bool,
+        exits: &[AtomicI8],
+        s: &[AtomicI8],
+        next: &Bits,
+    ) -> bool {
+        // Per slot: the largest l(c) and the smallest w(c) over in-level children.
+        let mut max_l = [0i8; BATCH];
+        let mut min_w = [i8::MAX; BATCH];
+        let mut exit = batch.exit;
+        for &(slot, level, c, ci) in &batch.reads[..batch.nreads] {
+            let slot = slot as usize;
+            if c > 0 {
+                let v = c as i8 - self.levels[level as usize][ci as usize] as i8;
+                exit[slot] = exit[slot].max(v);
+            } else {
+                let sc = s[ci as usize].load(Relaxed);
+                max_l[slot] = max_l[slot].max(-sc.min(0));
+                min_w[slot] = min_w[slot].min(sc.max(0));
+            }
+        }
+        let mut any = false;
+        for slot in 0..batch.len {
+            let at = batch.at[slot] as usize;
+            let b = if first {
+                exits[at].store(exit[slot], Relaxed);
+                exit[slot]
+            } else {
+                exits[at].load(Relaxed)
+            };
+            let w = b.max(0).max(max_l[slot]);
+            let neg_b = if b == NO_EXIT { i8::MAX } else { -b };
+            let l = neg_b.min(min_w[slot]).max(0);
+            debug_assert!(w == 0 || l == 0, "w and l both set");
+            let new = if w > 0 { w } else { -l };
+            let old = s[at].load(Relaxed);
+            // Monotone: values only move away from zero.
+            if new.unsigned_abs() > old.unsigned_abs() {
+                debug_assert!(old == 0 || (old > 0) == (new > 0));
+                s[at].store(new, Relaxed);
+                any = true;
+                for_each_unmove(&batch.boards[slot], self.rules, |q, stored| {
+                    if stored {
+                        next.set(self.index.rank(q));
+                    }
+                });
+            }
+        }
+        any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_ranges() {
+        assert_eq!(parse_levels("0..=20"), Ok(0..=20));
+        assert_eq!(parse_levels("3..7"), Ok(3..=6));
+        assert_eq!(parse_levels(" 12 "), Ok(12..=12));
+        assert!(parse_levels("5..=2")
+            .unwrap_err()
+            .contains("above the last"));
+        assert!(parse_levels("0..0").unwrap_err().contains("empty"));
+        assert!(parse_levels("a..=3")
+            .unwrap_err()
+            .contains("expected a range"));
+        assert!(parse_levels("1-3")
+            .unwrap_err()
+            .contains("expected a range"));
+    }
+}
