@@ -58,6 +58,16 @@ pub struct LevelReport {
     /// Wall time of the solver's forward and backward passes (the rest is writing).
     pub phases: PhaseTimes,
     pub stats: LevelStats,
+    /// Peak resident memory of the process so far, as the OS counts it (Linux only).
+    pub peak_rss: Option<u64>,
+}
+
+/// The peak resident set size of this process in bytes (`VmHWM`), where the OS says.
+pub fn peak_rss() -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// The finished levels of one database, memory-mapped.
@@ -111,6 +121,7 @@ pub fn build(
                         seconds: 0.0,
                         phases: PhaseTimes::default(),
                         stats: LevelStats::of(level.bytes()),
+                        peak_rss: peak_rss(),
                     };
                     report(&r);
                     reports.push(r);
@@ -128,6 +139,7 @@ pub fn build(
             seconds: t0.elapsed().as_secs_f64(),
             phases,
             stats,
+            peak_rss: peak_rss(),
         };
         report(&r);
         reports.push(r);

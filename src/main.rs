@@ -245,13 +245,15 @@ fn cmd_build(
             )
         };
         println!(
-            "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>6.2} {:>6.2} {:>6.2}",
+            "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6.2} {:>6.2} {:>6.2}",
             r.seeds,
             group(s.positions),
             secs,
             fwd,
             bwd,
             rate,
+            r.peak_rss
+                .map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6)),
             pct(s.won),
             pct(s.drawn),
             pct(s.lost)
