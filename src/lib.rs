@@ -23,6 +23,7 @@
 //! [`query`] (probing) -> [`verify`] (checking a built database), with [`reference`] (an
 //! independent solver) and [`variants`] (the start positions of small boards).
 
+pub mod bench;
 pub mod build;
 pub mod error;
 pub mod index;

@@ -122,6 +122,30 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Benchmark the builder: build levels 0..=N from scratch with each thread count,
+    /// and print per level the seconds, positions per second per thread, peak memory
+    /// and the speed-up of the last thread count over the first.
+    Bench {
+        /// Highest level to build.
+        #[arg(long, default_value_t = 20)]
+        max_seeds: usize,
+        /// Thread counts to compare, in order.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        threads: Vec<usize>,
+        /// Pits per side (2..=8).
+        #[arg(long, default_value_t = 6)]
+        pits: usize,
+        /// Rule set.
+        #[arg(long, default_value = "awari")]
+        rules: Rules,
+        /// Scratch folder for the builds (removed after each run); default: the system's
+        /// temporary folder.
+        #[arg(long)]
+        scratch: Option<PathBuf>,
+        /// Also write the figures as CSV to this file.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
     /// Print the number of positions of every level and the total.
     Count {
         /// Pits per side (2..=8).
@@ -167,6 +191,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             stdin,
         } => cmd_query(pits_counts, db, line, json, stdin),
         Command::Count { pits, max_seeds } => cmd_count(pits, max_seeds),
+        Command::Bench {
+            max_seeds,
+            threads,
+            pits,
+            rules,
+            scratch,
+            csv,
+        } => cmd_bench(max_seeds, threads, pits, rules, scratch, csv),
         Command::Verify {
             db,
             levels,
@@ -632,6 +664,103 @@ fn cmd_variants(
         );
         write!(out, "{}", markdown_row(&row))?;
         out.flush()?;
+    }
+    Ok(())
+}
+
+fn cmd_bench(
+    max_seeds: usize,
+    threads: Vec<usize>,
+    pits: usize,
+    rules: Rules,
+    scratch: Option<PathBuf>,
+    csv: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use awari::bench::{bench, csv as to_csv, BenchOptions};
+    if threads.is_empty() || threads.contains(&0) {
+        bail!("--threads needs one or more counts of at least 1, e.g. 1,2");
+    }
+    Index::new(pits, max_seeds).map_err(|e| anyhow::anyhow!(e))?;
+    let scratch = scratch.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("awari-bench-{}", std::process::id()))
+    });
+    let opts = BenchOptions {
+        scratch: scratch.clone(),
+        rules,
+        pits,
+        max_seeds,
+        threads: threads.clone(),
+    };
+    eprintln!(
+        "benchmark: {rules} levels 0..={max_seeds}, {pits} pits per side, threads {threads:?}, scratch {}",
+        scratch.display()
+    );
+    let runs = bench(&opts, |t, r| {
+        eprintln!("  threads {t}: level {:>3} {:>8.2} s", r.seeds, r.seconds)
+    })?;
+    let _ = std::fs::remove_dir(&scratch);
+    let mb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.0}", b as f64 / 1e6));
+    let mut head = format!("{:>5} {:>15}", "level", "positions");
+    for r in &runs {
+        let t = r.threads;
+        head += &format!(
+            " {:>9} {:>12} {:>7}",
+            format!("s ({t}t)"),
+            format!("pos/s/t ({t}t)"),
+            format!("MB ({t}t)")
+        );
+    }
+    let (first, last) = (&runs[0], &runs[runs.len() - 1]);
+    if runs.len() > 1 {
+        head += &format!(" {:>8}", format!("{}t/{}t", last.threads, first.threads));
+    }
+    println!("{head}");
+    for n in 0..=max_seeds {
+        let positions = first.levels[n].stats.positions;
+        let mut line = format!("{:>5} {:>15}", n, group(positions));
+        for r in &runs {
+            let l = &r.levels[n];
+            line += &format!(
+                " {:>9.2} {:>12.0} {:>7}",
+                l.seconds,
+                positions as f64 / l.seconds.max(1e-9) / r.threads as f64,
+                mb(l.peak_rss)
+            );
+        }
+        if runs.len() > 1 {
+            line += &format!(
+                " {:>8.2}",
+                first.levels[n].seconds / last.levels[n].seconds.max(1e-9)
+            );
+        }
+        println!("{line}");
+    }
+    let positions: u64 = first.levels.iter().map(|l| l.stats.positions).sum();
+    let mut line = format!("{:>5} {:>15}", "total", group(positions));
+    for r in &runs {
+        line += &format!(
+            " {:>9.2} {:>12.0} {:>7}",
+            r.seconds,
+            positions as f64 / r.seconds.max(1e-9) / r.threads as f64,
+            mb(r.peak_rss)
+        );
+    }
+    if runs.len() > 1 {
+        line += &format!(" {:>8.2}", first.seconds / last.seconds.max(1e-9));
+    }
+    println!("{line}");
+    let same = runs.iter().all(|r| r.checksums == first.checksums);
+    println!(
+        "level files identical across thread counts: {}",
+        if same { "yes" } else { "NO" }
+    );
+    if let Some(path) = csv {
+        std::fs::write(&path, to_csv(&runs))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if !same {
+        bail!("thread counts wrote different level files: the builder is not deterministic");
     }
     Ok(())
 }

@@ -661,3 +661,37 @@ fn count_gives_the_romein_bal_total() {
     let e = fail(&["count", "--pits", "9"]);
     assert!(e.contains('9'), "{e}");
 }
+
+#[test]
+fn bench_times_each_thread_count_and_writes_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("bench.csv");
+    let scratch = dir.path().join("scratch");
+    let out = ok(&[
+        "bench",
+        "--max-seeds",
+        "8",
+        "--threads",
+        "1,2",
+        "--scratch",
+        scratch.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("level files identical across thread counts: yes"),
+        "{out}"
+    );
+    assert!(out.contains("2t/1t"), "{out}");
+    // Level 8 has 75,504 positions; the total of levels 0..=8 is 125,879.
+    assert!(out.contains("75,504") && out.contains("125,879"), "{out}");
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = rows.lines().collect();
+    // A header, nine levels and a total per thread count.
+    assert_eq!(lines.len(), 1 + 2 * 10, "{rows}");
+    assert!(lines[0].starts_with("level,positions,threads,seconds"));
+    assert!(lines.iter().any(|l| l.starts_with("8,75504,2,")), "{rows}");
+    assert!(!scratch.join("threads-1").exists() && !scratch.join("threads-2").exists());
+    let e = fail(&["bench", "--threads", "0"]);
+    assert!(e.contains("--threads"), "{e}");
+}

@@ -1,0 +1,124 @@
+//! The build benchmark: the same levels built from scratch with each of several thread
+//! counts, timed per level, with the peak memory the OS reports and a check that every
+//! run wrote the same files.
+
+use std::fs;
+use std::path::PathBuf;
+
+use crate::build::{build, db_dir, peak_rss, BuildOptions, LevelReport};
+use crate::error::{Error, Result};
+use crate::rules::Rules;
+use crate::table::{level_path, Header};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Scratch folder; each thread count builds into its own sub-folder, removed first.
+    pub scratch: PathBuf,
+    pub rules: Rules,
+    pub pits: usize,
+    pub max_seeds: usize,
+    /// Thread counts to run, in order (e.g. 1 and 2).
+    pub threads: Vec<usize>,
+}
+
+/// One build run: its per-level reports and its peak memory.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub threads: usize,
+    pub levels: Vec<LevelReport>,
+    pub seconds: f64,
+    /// Peak resident memory of the run in bytes (Linux; the peak is reset between runs).
+    pub peak_rss: Option<u64>,
+    /// Payload checksum of each level written.
+    pub checksums: Vec<u64>,
+}
+
+/// Builds levels `0..=max_seeds` once per thread count. `on_level` sees each level as
+/// it finishes.
+pub fn bench(
+    opts: &BenchOptions,
+    mut on_level: impl FnMut(usize, &LevelReport) + Send,
+) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for &threads in &opts.threads {
+        let root = opts.scratch.join(format!("threads-{threads}"));
+        if root.exists() {
+            fs::remove_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| Error::Input(format!("cannot start {threads} threads: {e}")))?;
+        reset_peak_rss();
+        let build_opts = BuildOptions {
+            root: root.clone(),
+            rules: opts.rules,
+            pits: opts.pits,
+            max_seeds: opts.max_seeds,
+            force: true,
+            progress: false,
+        };
+        let started = std::time::Instant::now();
+        let levels = pool.install(|| build(&build_opts, |r| on_level(threads, r), |_| {}))?;
+        let seconds = started.elapsed().as_secs_f64();
+        let dir = db_dir(&root, opts.rules, opts.pits);
+        let checksums = (0..=opts.max_seeds)
+            .map(|n| {
+                let path = level_path(&dir, n);
+                let head = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+                Header::decode(&head)
+                    .map(|h| h.checksum)
+                    .map_err(|p| Error::bad(&path, p))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        runs.push(Run {
+            threads,
+            levels,
+            seconds,
+            peak_rss: peak_rss(),
+            checksums,
+        });
+        fs::remove_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    }
+    Ok(runs)
+}
+
+/// Lets the next [`peak_rss`] reading start from the current size (Linux: writing 5 to
+/// `clear_refs` resets `VmHWM`), so that each run reports its own peak.
+fn reset_peak_rss() {
+    let _ = fs::write("/proc/self/clear_refs", "5");
+}
+
+/// The runs as CSV: one line per level and thread count, then one total line per run
+/// (level `total`).
+pub fn csv(runs: &[Run]) -> String {
+    let mut out = String::from(
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n",
+    );
+    for run in runs {
+        for r in &run.levels {
+            out += &format!(
+                "{},{},{},{:.4},{:.4},{:.4},{:.0},{}\n",
+                r.seeds,
+                r.stats.positions,
+                run.threads,
+                r.seconds,
+                r.phases.forward.as_secs_f64(),
+                r.phases.backward.as_secs_f64(),
+                r.stats.positions as f64 / r.seconds.max(1e-9) / run.threads as f64,
+                r.peak_rss.map_or(String::new(), |b| b.to_string()),
+            );
+        }
+        let positions: u64 = run.levels.iter().map(|r| r.stats.positions).sum();
+        out += &format!(
+            "total,{},{},{:.4},,,{:.0},{}\n",
+            positions,
+            run.threads,
+            run.seconds,
+            positions as f64 / run.seconds.max(1e-9) / run.threads as f64,
+            run.peak_rss.map_or(String::new(), |b| b.to_string()),
+        );
+    }
+    out
+}
