@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::rules::Rules;
 use crate::solve::{solve_level, LevelStats, Lower, PhaseTimes};
-use crate::table::{level_path, Check, Expect, Level, LevelWriter};
+use crate::store::{LevelData, Values};
+use crate::table::{level_path, Check, Expect, LevelWriter};
 
 /// The folder of one database (rule set and board size) under a root folder, so that
 /// databases never mix.
@@ -70,15 +71,16 @@ pub fn peak_rss() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// The finished levels of one database, memory-mapped.
+/// The finished levels of one database: raw ones memory-mapped, packed ones
+/// decompressed whole (see [`crate::store`]).
 pub struct Levels {
-    levels: Vec<Level>,
+    levels: Vec<Values>,
 }
 
 impl Lower for Levels {
     #[inline]
     fn value(&self, seeds: usize, index: u64) -> i8 {
-        self.levels[seeds].value(index)
+        self.levels[seeds].bytes()[index as usize] as i8
     }
 
     #[inline]
@@ -112,24 +114,30 @@ pub fn build(
     for n in 0..=opts.max_seeds {
         let path = level_path(&dir, n);
         let want = expect(opts.rules, &index, n);
-        if !opts.force && path.exists() {
-            match Level::open(&path, &want, Check::Full) {
-                Ok(level) => {
-                    let r = LevelReport {
-                        seeds: n,
-                        skipped: true,
-                        seconds: 0.0,
-                        phases: PhaseTimes::default(),
-                        stats: LevelStats::of(level.bytes()),
-                        peak_rss: peak_rss(),
-                    };
-                    report(&r);
-                    reports.push(r);
-                    done.levels.push(level);
-                    continue;
-                }
-                Err(e) => warn(&format!("rebuilding level {n}: {e}")),
+        // A raw level, else a packed one (decompressed whole, every block checked).
+        let found = if opts.force {
+            Ok(None)
+        } else {
+            LevelData::open(&dir, &want, Check::HeaderOnly)
+                .and_then(|l| l.map(LevelData::into_checked_values).transpose())
+        };
+        match found {
+            Ok(None) => {}
+            Ok(Some(level)) => {
+                let r = LevelReport {
+                    seeds: n,
+                    skipped: true,
+                    seconds: 0.0,
+                    phases: PhaseTimes::default(),
+                    stats: LevelStats::of(level.bytes()),
+                    peak_rss: peak_rss(),
+                };
+                report(&r);
+                reports.push(r);
+                done.levels.push(level);
+                continue;
             }
+            Err(e) => warn(&format!("rebuilding level {n}: {e}")),
         }
         let t0 = Instant::now();
         let (stats, phases) = build_level(opts, &index, n, &done, &path)?;
@@ -143,8 +151,11 @@ pub fn build(
         };
         report(&r);
         reports.push(r);
-        done.levels
-            .push(Level::open(&path, &want, Check::HeaderOnly)?);
+        done.levels.push(Values::Mapped(crate::table::Level::open(
+            &path,
+            &want,
+            Check::HeaderOnly,
+        )?));
     }
     Ok(reports)
 }

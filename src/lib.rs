@@ -26,11 +26,14 @@
 pub mod bench;
 pub mod build;
 pub mod error;
+pub mod export;
 pub mod index;
+pub mod pack;
 pub mod query;
 pub mod reference;
 pub mod rules;
 pub mod solve;
+pub mod store;
 pub mod table;
 pub mod variants;
 pub mod verify;

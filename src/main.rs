@@ -146,6 +146,105 @@ enum Command {
         #[arg(long)]
         csv: Option<PathBuf>,
     },
+    /// Compress levels into packed files (independent zstd blocks with a block index and
+    /// a checksum per block) that query, verify and build read directly.
+    Pack {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The level to pack.
+        #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+        level: Option<usize>,
+        /// Pack every raw level of the database.
+        #[arg(long)]
+        all: bool,
+        /// zstd compression level, 1..=22 (higher: smaller and slower to pack; probing
+        /// speed hardly changes).
+        #[arg(long, default_value_t = awari::pack::DEFAULT_ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+        level_of_compression: i32,
+        /// Values per block: smaller blocks make a probe that misses the cache faster
+        /// (it decompresses one block), larger ones compress a little better.
+        #[arg(long, default_value_t = awari::pack::DEFAULT_BLOCK, value_parser = clap::value_parser!(u32).range(1024..=1 << 24))]
+        block_size: u32,
+        /// Remove each raw level once its pack is written and checked against it
+        /// (default: keep both; the raw file is read when both are present).
+        #[arg(long)]
+        remove_raw: bool,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Restore raw levels from packed files, byte for byte.
+    Unpack {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The level to unpack.
+        #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+        level: Option<usize>,
+        /// Unpack every packed level of the database.
+        #[arg(long)]
+        all: bool,
+        /// Remove each packed file once its raw level is written (default: keep it).
+        #[arg(long)]
+        remove_packed: bool,
+        /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Write levels as Romein and Bal's scores.N files (payload only: one signed byte per
+    /// position, in their order; awari rules, 6 pits per side).
+    Export {
+        /// File format; only 'romein-bal' for now.
+        #[arg(long, default_value = "romein-bal")]
+        format: ShareFormat,
+        /// Folder to write scores.N into (created if missing).
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+        /// Levels to export, e.g. 0..=20 or 17 (default: every level present).
+        #[arg(long, value_name = "A..=B")]
+        levels: Option<String>,
+        /// Worker threads for decompressing packed levels (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Make native levels of a folder of Romein and Bal's scores.N files (any subset of
+    /// levels; each file's size must be its level's size).
+    Import {
+        /// Folder holding scores.0, scores.1, ...
+        from: PathBuf,
+        /// File format; only 'romein-bal' for now.
+        #[arg(long, default_value = "romein-bal")]
+        format: ShareFormat,
+        #[command(flatten)]
+        db: DbArgs,
+        /// Write packed levels instead of raw ones.
+        #[arg(long)]
+        pack: bool,
+        /// zstd compression level with --pack, 1..=22.
+        #[arg(long, default_value_t = awari::pack::DEFAULT_ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+        level_of_compression: i32,
+        /// Replace levels already in the database (default: refuse).
+        #[arg(long)]
+        force: bool,
+        /// Worker threads for packing (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// List every level under the root folder (every rule set and board size): positions,
+    /// raw or packed, bytes on disk, compression ratio and checksum state.
+    Info {
+        /// Root folder of the databases.
+        #[arg(long, default_value = "db")]
+        dir: PathBuf,
+        /// Recompute every checksum (reads every level; decompresses packed ones).
+        /// Default: check headers and block tables only.
+        #[arg(long)]
+        check: bool,
+        /// Worker threads for --check (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// Print the number of positions of every level and the total.
     Count {
         /// Pits per side (2..=8).
@@ -191,6 +290,55 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             stdin,
         } => cmd_query(pits_counts, db, line, json, stdin),
         Command::Count { pits, max_seeds } => cmd_count(pits, max_seeds),
+        Command::Pack {
+            db,
+            level,
+            all: _,
+            level_of_compression,
+            block_size,
+            remove_raw,
+            threads,
+        } => cmd_pack(
+            db,
+            level,
+            (level_of_compression, block_size),
+            remove_raw,
+            threads,
+        ),
+        Command::Unpack {
+            db,
+            level,
+            all: _,
+            remove_packed,
+            threads,
+        } => cmd_unpack(db, level, remove_packed, threads),
+        Command::Export {
+            format: ShareFormat::RomeinBal,
+            out,
+            db,
+            levels,
+            threads,
+        } => cmd_export(out, db, levels, threads),
+        Command::Import {
+            from,
+            format: ShareFormat::RomeinBal,
+            db,
+            pack,
+            level_of_compression,
+            force,
+            threads,
+        } => cmd_import(
+            from,
+            db,
+            pack.then_some(level_of_compression),
+            force,
+            threads,
+        ),
+        Command::Info {
+            dir,
+            check,
+            threads,
+        } => cmd_info(dir, check, threads),
         Command::Bench {
             max_seeds,
             threads,
@@ -794,6 +942,240 @@ fn cmd_count(pits: usize, max_seeds: Option<usize>) -> anyhow::Result<()> {
             "Romein-Bal database (levels 0..=46 and 48, plus the start position): {} positions",
             group(rb)
         )?;
+    }
+    Ok(())
+}
+
+/// File formats of other programs.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ShareFormat {
+    /// Romein and Bal's scores.N files (awari, 6 pits per side).
+    RomeinBal,
+}
+
+/// The levels `pack --all` or `unpack --all` work on, or the one level asked for.
+fn levels_to_do(
+    dir: &std::path::Path,
+    one: Option<usize>,
+    packed: bool,
+) -> anyhow::Result<Vec<usize>> {
+    if let Some(n) = one {
+        return Ok(vec![n]);
+    }
+    if !dir.is_dir() {
+        bail!("no database in {}", dir.display());
+    }
+    let mut v: Vec<usize> = awari::store::list_levels(dir)?
+        .into_iter()
+        .filter(|&(_, p)| p == packed)
+        .map(|(n, _)| n)
+        .collect();
+    v.dedup();
+    if v.is_empty() {
+        bail!(
+            "no {} levels in {}",
+            if packed { "packed" } else { "raw" },
+            dir.display()
+        );
+    }
+    Ok(v)
+}
+
+fn print_pack_row(r: &awari::pack::PackReport) {
+    println!(
+        "{:>5} {:>15} {:>15} {:>15} {:>7.2} {:>9.2}",
+        r.seeds,
+        group(r.positions),
+        group(r.raw_bytes),
+        group(r.packed_bytes),
+        r.raw_bytes as f64 / r.packed_bytes.max(1) as f64,
+        r.seconds
+    );
+}
+
+fn print_pack_total(rows: &[awari::pack::PackReport]) {
+    let raw: u64 = rows.iter().map(|r| r.raw_bytes).sum();
+    let packed: u64 = rows.iter().map(|r| r.packed_bytes).sum();
+    println!(
+        "total: {} levels, {} raw bytes, {} packed bytes, ratio {:.2}",
+        rows.len(),
+        group(raw),
+        group(packed),
+        raw as f64 / packed.max(1) as f64
+    );
+}
+
+fn cmd_pack(
+    db: DbArgs,
+    level: Option<usize>,
+    (zstd_level, block): (i32, u32),
+    remove_raw: bool,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    use awari::pack::{pack_level, PackOptions};
+    let (pool, _) = thread_pool(threads)?;
+    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    let levels = levels_to_do(&dir, level, false)?;
+    let max = *levels.iter().max().unwrap();
+    let index = Index::new(db.pits, max).map_err(|e| anyhow::anyhow!(e))?;
+    let opts = PackOptions { zstd_level, block };
+    println!(
+        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}",
+        "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"
+    );
+    let mut rows = Vec::new();
+    for n in levels {
+        let want = awari::build::expect(db.rules, &index, n);
+        let r = pool.install(|| pack_level(&dir, &want, &opts, remove_raw))?;
+        print_pack_row(&r);
+        rows.push(r);
+    }
+    print_pack_total(&rows);
+    Ok(())
+}
+
+fn cmd_unpack(
+    db: DbArgs,
+    level: Option<usize>,
+    remove_packed: bool,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    let (pool, _) = thread_pool(threads)?;
+    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    let levels = levels_to_do(&dir, level, true)?;
+    let max = *levels.iter().max().unwrap();
+    let index = Index::new(db.pits, max).map_err(|e| anyhow::anyhow!(e))?;
+    println!(
+        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}",
+        "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"
+    );
+    let mut rows = Vec::new();
+    for n in levels {
+        let want = awari::build::expect(db.rules, &index, n);
+        let r = pool.install(|| awari::pack::unpack_level(&dir, &want, remove_packed))?;
+        print_pack_row(&r);
+        rows.push(r);
+    }
+    print_pack_total(&rows);
+    Ok(())
+}
+
+fn cmd_export(
+    out: PathBuf,
+    db: DbArgs,
+    levels: Option<String>,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    let levels = levels
+        .map(|s| awari::verify::parse_levels(&s))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let (pool, _) = thread_pool(threads)?;
+    let rows = pool.install(|| {
+        awari::export::export(&db.dir, db.rules, db.pits, &out, levels, |t| {
+            println!(
+                "level {:>3}: {} ({} bytes)",
+                t.seeds,
+                t.path.display(),
+                group(t.bytes)
+            )
+        })
+    })?;
+    let bytes: u64 = rows.iter().map(|t| t.bytes).sum();
+    println!(
+        "exported {} levels, {} bytes, to {}",
+        rows.len(),
+        group(bytes),
+        out.display()
+    );
+    Ok(())
+}
+
+fn cmd_import(
+    from: PathBuf,
+    db: DbArgs,
+    pack: Option<i32>,
+    force: bool,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    use awari::export::{import, ImportOptions};
+    let (pool, _) = thread_pool(threads)?;
+    let opts = ImportOptions {
+        pack: pack.map(|zstd_level| awari::pack::PackOptions {
+            zstd_level,
+            ..Default::default()
+        }),
+        force,
+    };
+    let rows = pool.install(|| {
+        import(&db.dir, db.rules, db.pits, &from, &opts, |t| {
+            println!(
+                "level {:>3}: {} positions -> {} ({} bytes)",
+                t.seeds,
+                group(t.positions),
+                t.path.display(),
+                group(t.bytes)
+            )
+        })
+    })?;
+    println!(
+        "imported {} levels into {}",
+        rows.len(),
+        awari::db_dir(&db.dir, db.rules, db.pits).display()
+    );
+    Ok(())
+}
+
+fn cmd_info(dir: PathBuf, check: bool, threads: Option<usize>) -> anyhow::Result<()> {
+    let (pool, _) = thread_pool(threads)?;
+    let levels = pool.install(|| awari::store::survey(&dir, check))?;
+    if levels.is_empty() {
+        bail!("no levels under {}", dir.display());
+    }
+    println!(
+        "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7}  checksum",
+        "rules", "P", "level", "positions", "kind", "bytes", "ratio"
+    );
+    let mut bad = 0;
+    for l in &levels {
+        let state = match (&l.problem, l.checked) {
+            (None, true) => "ok".to_string(),
+            (None, false) => "header ok (--check to recompute)".to_string(),
+            (Some(p), _) => {
+                bad += 1;
+                format!("BAD: {p}")
+            }
+        };
+        println!(
+            "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7.2}  {state}",
+            l.rules.name(),
+            l.pits,
+            l.seeds,
+            group(l.positions),
+            if l.packed { "packed" } else { "raw" },
+            group(l.bytes),
+            l.raw_bytes as f64 / l.bytes.max(1) as f64,
+        );
+    }
+    let raw: u64 = levels.iter().map(|l| l.raw_bytes).sum();
+    let bytes: u64 = levels.iter().map(|l| l.bytes).sum();
+    println!(
+        "total: {} level files, {} bytes on disk ({} as raw levels, ratio {:.2}){}",
+        levels.len(),
+        group(bytes),
+        group(raw),
+        raw as f64 / bytes.max(1) as f64,
+        if bad > 0 {
+            format!(", {bad} damaged")
+        } else {
+            String::new()
+        }
+    );
+    if bad > 0 {
+        bail!(
+            "{bad} level file(s) under {} are damaged (see the table above)",
+            dir.display()
+        );
     }
     Ok(())
 }

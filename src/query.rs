@@ -11,7 +11,8 @@ use crate::build::{build_command, db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
-use crate::table::{level_path, Check, Level};
+use crate::store::LevelData;
+use crate::table::{level_path, Check};
 
 /// An open database: one rule set and board size. Levels are opened (and their
 /// checksums checked) the first time a probe needs them.
@@ -21,7 +22,7 @@ pub struct Database {
     rules: Rules,
     pits: usize,
     index: Index,
-    levels: Vec<OnceLock<Level>>,
+    levels: Vec<OnceLock<LevelData>>,
 }
 
 /// One legal move and what it is worth to the side to move.
@@ -108,16 +109,22 @@ impl Database {
         &self.index
     }
 
-    /// Level `n`, opened and checked on first use.
-    pub fn level(&self, n: usize) -> Result<&Level> {
+    /// Level `n`, raw or packed, opened and checked on first use: a raw level's payload
+    /// checksum at once, a packed level's blocks as probes decompress them.
+    pub fn level(&self, n: usize) -> Result<&LevelData> {
         let cell = self.levels.get(n).ok_or_else(|| {
             Error::Input(format!("{n} seeds: more than this board size supports"))
         })?;
         if let Some(l) = cell.get() {
             return Ok(l);
         }
-        let path = level_path(&self.dir, n);
-        if !path.exists() {
+        let check = if level_path(&self.dir, n).exists() {
+            Check::Full
+        } else {
+            Check::HeaderOnly
+        };
+        let want = expect(self.rules, &self.index, n);
+        let Some(level) = LevelData::open(&self.dir, &want, check)? else {
             return Err(Error::MissingLevel {
                 seeds: n,
                 rules: self.rules,
@@ -125,8 +132,7 @@ impl Database {
                 dir: self.dir.clone(),
                 command: build_command(&self.root, self.rules, self.pits, n),
             });
-        }
-        let level = Level::open(&path, &expect(self.rules, &self.index, n), Check::Full)?;
+        };
         let _ = cell.set(level);
         Ok(cell.get().unwrap())
     }
@@ -173,7 +179,7 @@ impl Database {
         self.check_board(board)?;
         if board.is_stored() {
             let n = board.seeds();
-            return Ok(self.level(n)?.value(self.index.rank(board)));
+            return self.level(n)?.value(self.index.rank(board));
         }
         Ok(self.analyze(board)?.value)
     }
@@ -209,10 +215,11 @@ impl Database {
         };
         let stored = board.is_stored();
         if stored {
-            let v = self.level(n)?.value(self.index.rank(board));
+            let level = self.level(n)?;
+            let v = level.value(self.index.rank(board))?;
             if v != value {
                 return Err(Error::bad(
-                    level_path(&self.dir, n),
+                    level.path(),
                     format!(
                         "inconsistent: position {board} is stored as {v} but its moves give {value}; run `awari verify`"
                     ),

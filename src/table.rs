@@ -117,6 +117,45 @@ pub fn level_path(dir: &Path, n: usize) -> PathBuf {
     dir.join(format!("level-{n:03}.awl"))
 }
 
+/// Refuses a level whose header is not what the caller expects.
+pub fn check_expected(path: &Path, header: &Header, expect: &Expect) -> Result<()> {
+    let mismatch = |what: &str, got: String, want: String| {
+        Error::bad(
+            path,
+            format!("holds {what} {got}, expected {want}: a level of another database"),
+        )
+    };
+    if header.rules != expect.rules {
+        return Err(mismatch(
+            "rules",
+            header.rules.to_string(),
+            expect.rules.to_string(),
+        ));
+    }
+    if header.pits != expect.pits {
+        return Err(mismatch(
+            "P =",
+            header.pits.to_string(),
+            expect.pits.to_string(),
+        ));
+    }
+    if header.seeds != expect.seeds {
+        return Err(mismatch(
+            "level",
+            header.seeds.to_string(),
+            expect.seeds.to_string(),
+        ));
+    }
+    if header.positions != expect.positions {
+        return Err(mismatch(
+            "positions:",
+            header.positions.to_string(),
+            expect.positions.to_string(),
+        ));
+    }
+    Ok(())
+}
+
 /// What the caller expects a level to be; opening refuses anything else.
 #[derive(Clone, Copy, Debug)]
 pub struct Expect {
@@ -149,40 +188,7 @@ impl Level {
         // in place; a file changed underneath is a user error that checksums catch.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
         let header = Header::decode(&map).map_err(|p| Error::bad(path, p))?;
-        let mismatch = |what: &str, got: String, want: String| {
-            Error::bad(
-                path,
-                format!("holds {what} {got}, expected {want}: a level of another database"),
-            )
-        };
-        if header.rules != expect.rules {
-            return Err(mismatch(
-                "rules",
-                header.rules.to_string(),
-                expect.rules.to_string(),
-            ));
-        }
-        if header.pits != expect.pits {
-            return Err(mismatch(
-                "P =",
-                header.pits.to_string(),
-                expect.pits.to_string(),
-            ));
-        }
-        if header.seeds != expect.seeds {
-            return Err(mismatch(
-                "level",
-                header.seeds.to_string(),
-                expect.seeds.to_string(),
-            ));
-        }
-        if header.positions != expect.positions {
-            return Err(mismatch(
-                "positions:",
-                header.positions.to_string(),
-                expect.positions.to_string(),
-            ));
-        }
+        check_expected(path, &header, expect)?;
         let want_len = PAYLOAD_OFFSET as u64 + header.positions;
         if map.len() as u64 != want_len {
             return Err(Error::bad(

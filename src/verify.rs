@@ -38,7 +38,8 @@ use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
 use crate::solve::prefetch;
-use crate::table::{level_path, Check, Level};
+use crate::store::{level_exists, LevelData, Values};
+use crate::table::Check;
 
 /// Mismatches kept per level and check (the first ones in index order).
 pub const SAMPLES: usize = 5;
@@ -153,10 +154,10 @@ pub fn parse_levels(s: &str) -> std::result::Result<RangeInclusive<usize>, Strin
     Ok(a..=b)
 }
 
-/// The highest `n` such that the files of levels `0..=n` all exist in `dir`.
+/// The highest `n` such that levels `0..=n` all have a file (raw or packed) in `dir`.
 pub fn present_levels(dir: &Path) -> Option<usize> {
     let mut n = 0;
-    while level_path(dir, n).exists() {
+    while level_exists(dir, n) {
         n += 1;
     }
     n.checked_sub(1)
@@ -187,9 +188,11 @@ pub fn verify(
     let (first, last) = (*range.start(), *range.end());
     let index = Index::new(opts.pits, last).map_err(Error::Input)?;
     let mut levels = Vec::with_capacity(last + 1);
+    // Damaged blocks of the checked packed levels, found while decompressing them.
+    let mut block_problems = Vec::with_capacity(last + 1);
     for n in 0..=last {
-        let path = level_path(&dir, n);
-        if !path.exists() {
+        let want = expect(opts.rules, &index, n);
+        let Some(level) = LevelData::open(&dir, &want, Check::HeaderOnly)? else {
             return Err(Error::MissingLevel {
                 seeds: n,
                 rules: opts.rules,
@@ -197,25 +200,40 @@ pub fn verify(
                 dir: dir.clone(),
                 command: build_command(&opts.root, opts.rules, opts.pits, last),
             });
-        }
-        // Levels below the range are trusted inputs: refuse them if damaged. Checked
-        // levels report a bad checksum and still get their values checked, so that the
-        // damaged positions are named.
-        let check = if n < first {
-            Check::Full
-        } else {
-            Check::HeaderOnly
         };
-        levels.push(Level::open(&path, &expect(opts.rules, &index, n), check)?);
+        // Levels below the range are trusted inputs: refuse them if damaged. Checked
+        // levels report a bad checksum or block and still get their values checked, so
+        // that the damaged positions are named.
+        let mut problem = None;
+        let values = match level {
+            level if n < first => level.into_checked_values()?,
+            LevelData::Raw(l) => Values::Mapped(l),
+            LevelData::Packed(l) => {
+                let mut bytes = vec![0u8; l.header().positions as usize];
+                let problems = l.decode_into(&mut bytes);
+                if !problems.is_empty() {
+                    let all: Vec<String> = problems.iter().map(|p| l.describe(p)).collect();
+                    problem = Some(all.join("; "));
+                } else if let Err(e) = l.check_payload(&bytes) {
+                    problem = Some(e);
+                }
+                Values::Owned(bytes.into_boxed_slice())
+            }
+        };
+        levels.push(values);
+        block_problems.push(problem);
     }
     let bytes: Vec<&[u8]> = levels.iter().map(|l| l.bytes()).collect();
     let mut out = Vec::new();
     for (n, level) in levels.iter().enumerate().skip(first) {
         let t0 = Instant::now();
-        let checksum_problem = level.check_checksum().err().map(|e| match e {
-            Error::BadLevel { problem, .. } => problem,
-            e => e.to_string(),
-        });
+        let checksum_problem = match level {
+            Values::Mapped(l) => l.check_checksum().err().map(|e| match e {
+                Error::BadLevel { problem, .. } => problem,
+                e => e.to_string(),
+            }),
+            Values::Owned(_) => block_problems[n].take(),
+        };
         let ctx = Ctx {
             rules: opts.rules,
             index: &index,

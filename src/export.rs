@@ -1,0 +1,222 @@
+//! Romein and Bal's `scores.N` files: the published Awari database, one file per level,
+//! one signed byte per position in the order of DESIGN section 3 and nothing else (no
+//! header, no checksum). Levels of this tool's `awari` rules with 6 pits per side have
+//! exactly that payload, so export writes the payload alone and import wraps a `scores.N`
+//! file in a native level (header, checksum), raw or packed. Their files do not hold the
+//! start position (no opponent pit is empty); a query answers it from its children.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::build::{db_dir, expect};
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::pack::{pack_payload, packed_path, PackOptions, TmpFile};
+use crate::rules::Rules;
+use crate::store::{level_exists, list_levels, LevelData};
+use crate::table::{level_path, Check, LevelWriter};
+
+/// The file of level `n` in a folder of Romein-Bal files.
+pub fn scores_path(dir: &Path, n: usize) -> PathBuf {
+    dir.join(format!("scores.{n}"))
+}
+
+/// Refuses any database but the one Romein and Bal published.
+pub fn check_romein_bal(rules: Rules, pits: usize) -> Result<()> {
+    if rules != Rules::Awari || pits != 6 {
+        return Err(Error::Input(format!(
+            "the romein-bal format holds only the awari rules with 6 pits per side, not {rules} with {pits}"
+        )));
+    }
+    Ok(())
+}
+
+/// One level exported or imported.
+#[derive(Clone, Debug)]
+pub struct Transfer {
+    pub seeds: usize,
+    pub positions: u64,
+    /// The file written.
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// Writes `scores.N` into `out` for every level of the database under `root` (raw or
+/// packed; every checksum checked), or for the levels in `only`.
+pub fn export(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    out: &Path,
+    only: Option<std::ops::RangeInclusive<usize>>,
+    mut report: impl FnMut(&Transfer),
+) -> Result<Vec<Transfer>> {
+    check_romein_bal(rules, pits)?;
+    let dir = db_dir(root, rules, pits);
+    let max = Index::max_supported(pits).map_err(Error::Input)?;
+    let index = Index::new(pits, max).map_err(Error::Input)?;
+    let mut levels: Vec<usize> = if dir.is_dir() {
+        list_levels(&dir)?.into_iter().map(|(n, _)| n).collect()
+    } else {
+        Vec::new()
+    };
+    levels.dedup();
+    levels.retain(|&n| n <= max && only.as_ref().is_none_or(|r| r.contains(&n)));
+    if let Some(r) = &only {
+        if let Some(n) = r.clone().find(|&n| n <= max && !level_exists(&dir, n)) {
+            return Err(Error::Input(format!(
+                "level {n} is not in {}",
+                dir.display()
+            )));
+        }
+    }
+    if levels.is_empty() {
+        return Err(Error::Input(format!(
+            "no levels to export in {}",
+            dir.display()
+        )));
+    }
+    fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let mut done = Vec::new();
+    for n in levels {
+        let level = LevelData::open(&dir, &expect(rules, &index, n), Check::HeaderOnly)?
+            .expect("listed level exists");
+        // A raw level is checked here, a packed one block by block as it decompresses.
+        if !level.is_packed() {
+            level.check_checksum()?;
+        }
+        let payload = level.payload()?;
+        let path = scores_path(out, n);
+        let mut f = TmpFile::create(&path)?;
+        f.write(&payload)?;
+        f.finish(&[])?;
+        let t = Transfer {
+            seeds: n,
+            positions: payload.len() as u64,
+            bytes: payload.len() as u64,
+            path,
+        };
+        report(&t);
+        done.push(t);
+    }
+    Ok(done)
+}
+
+/// How to import.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImportOptions {
+    /// Write packed levels instead of raw ones.
+    pub pack: Option<PackOptions>,
+    /// Replace levels already in the database.
+    pub force: bool,
+}
+
+/// Makes native levels of the `scores.N` files in `src` (any subset of levels) in the
+/// database under `root`. Every file is checked before anything is written: its size must
+/// be the level size, and every byte a value of that level (`-n..=n`).
+pub fn import(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    src: &Path,
+    opts: &ImportOptions,
+    mut report: impl FnMut(&Transfer),
+) -> Result<Vec<Transfer>> {
+    check_romein_bal(rules, pits)?;
+    let max = Index::max_supported(pits).map_err(Error::Input)?;
+    let index = Index::new(pits, max).map_err(Error::Input)?;
+    let mut found = Vec::new();
+    for entry in fs::read_dir(src).map_err(|e| Error::io(src, e))? {
+        let entry = entry.map_err(|e| Error::io(src, e))?;
+        let name = entry.file_name();
+        if let Some(n) = name
+            .to_str()
+            .and_then(|s| s.strip_prefix("scores."))
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            found.push(n);
+        }
+    }
+    found.sort();
+    if found.is_empty() {
+        return Err(Error::Input(format!(
+            "no scores.N files in {}",
+            src.display()
+        )));
+    }
+    let dir = db_dir(root, rules, pits);
+    // Check everything first, so that a bad file leaves the database as it was.
+    let mut maps = Vec::new();
+    for &n in &found {
+        let path = scores_path(src, n);
+        if n > max {
+            return Err(Error::Input(format!(
+                "{}: level {n} is beyond what a board of {pits} pits per side supports ({max})",
+                path.display()
+            )));
+        }
+        let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        let want = index.level_size(n);
+        if len != want {
+            return Err(Error::Input(format!(
+                "{}: {len} bytes, expected {want} (the size of level {n}): not a scores.{n} file",
+                path.display()
+            )));
+        }
+        // SAFETY: read only; a file changed underneath gives wrong values, which the
+        // checksum written now then vouches for, as it would for a copy.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(&path, e))?;
+        if let Some(i) = map
+            .iter()
+            .position(|&b| (b as i8).unsigned_abs() as usize > n)
+        {
+            return Err(Error::Input(format!(
+                "{}: byte {i} is {}, not a value of level {n} (-{n}..={n})",
+                path.display(),
+                map[i] as i8
+            )));
+        }
+        if !opts.force && level_exists(&dir, n) {
+            return Err(Error::Input(format!(
+                "level {n} is already in {}; use --force to replace it",
+                dir.display()
+            )));
+        }
+        maps.push((n, map));
+    }
+    fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut done = Vec::new();
+    for (n, map) in maps {
+        let (path, other) = match &opts.pack {
+            Some(p) => {
+                let path = packed_path(&dir, n);
+                pack_payload(&path, rules, pits, n, &map, p)?;
+                (path, level_path(&dir, n))
+            }
+            None => {
+                let path = level_path(&dir, n);
+                let mut w = LevelWriter::create(&path, rules, pits, n, map.len() as u64)?;
+                w.write(&map)?;
+                w.finish()?;
+                (path, packed_path(&dir, n))
+            }
+        };
+        // The level's other file (replaced with --force) would hold the old values.
+        if other.exists() {
+            fs::remove_file(&other).map_err(|e| Error::io(&other, e))?;
+        }
+        let bytes = fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+        let t = Transfer {
+            seeds: n,
+            positions: map.len() as u64,
+            path,
+            bytes,
+        };
+        report(&t);
+        done.push(t);
+    }
+    Ok(done)
+}
