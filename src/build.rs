@@ -160,14 +160,16 @@ pub fn build(
     Ok(reports)
 }
 
-fn bar(opts: &BuildOptions, len: u64, n: usize, phase: &str) -> ProgressBar {
-    if !opts.progress {
+/// A progress bar for one level on stderr (hidden unless `enabled`): phase, positions
+/// done, rate and time left.
+pub fn level_bar(enabled: bool, len: u64, n: usize, phase: &str) -> ProgressBar {
+    if !enabled {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     pb.set_style(
         ProgressStyle::with_template(
-            "level {prefix:>3} {msg:9} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+            "level {prefix:>3} {msg:14} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
         )
         .unwrap()
         .progress_chars("=> "),
@@ -186,7 +188,7 @@ fn build_level(
 ) -> Result<(LevelStats, PhaseTimes)> {
     let size = index.level_size(n);
     // One bar: forward pass then settled positions (at most the level size).
-    let pb = bar(opts, size * 2, n, "solving");
+    let pb = level_bar(opts.progress, size * 2, n, "solving");
     let (state, phases) = solve_level(opts.rules, index, n, lower, Some(&pb));
     pb.set_message("writing");
     pb.set_position(size * 2);

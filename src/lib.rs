@@ -43,3 +43,16 @@ pub use error::{Error, Result};
 pub use index::Index;
 pub use query::{Analysis, Database, MoveValue};
 pub use rules::{legal_moves, Board, Rules};
+
+/// A count with thousands separators: 1234567 -> "1,234,567".
+pub fn group(x: u64) -> String {
+    let s = x.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}

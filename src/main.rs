@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
 use awari::query::{draw, Line};
-use awari::{build, Analysis, BuildOptions, Database, Index, LevelReport, Rules};
+use awari::{build, group, Analysis, BuildOptions, Database, Index, LevelReport, Rules};
 
 #[derive(Parser)]
 #[command(
@@ -370,16 +370,9 @@ fn cmd_build(
     threads: Option<usize>,
     force: bool,
 ) -> anyhow::Result<()> {
-    let threads =
-        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if threads == 0 {
-        bail!("--threads must be at least 1");
-    }
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits, max_seeds).map_err(|e| anyhow::anyhow!(e))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?;
+    let (pool, threads) = thread_pool(threads)?;
     let opts = BuildOptions {
         root: db.dir.clone(),
         rules: db.rules,
@@ -1178,17 +1171,4 @@ fn cmd_info(dir: PathBuf, check: bool, threads: Option<usize>) -> anyhow::Result
         );
     }
     Ok(())
-}
-
-/// 1234567 -> "1,234,567".
-fn group(x: u64) -> String {
-    let s = x.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }

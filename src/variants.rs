@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::build::{build, BuildOptions};
 use crate::error::{Error, Result};
+use crate::group;
 use crate::index::Index;
 use crate::query::Database;
 use crate::reference::Reference;
@@ -223,19 +224,6 @@ pub fn second_opinion(db: &Database, variant: Variant, limit: usize) -> Result<S
             reference,
         },
     })
-}
-
-/// 1234567 -> "1,234,567".
-pub fn group(x: u64) -> String {
-    let s = x.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// The header of the markdown table.

@@ -30,10 +30,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::build::{build_command, db_dir, expect};
+use crate::build::{build_command, db_dir, expect, level_bar};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
@@ -240,7 +240,7 @@ pub fn verify(
             n,
             levels: &bytes,
         };
-        let pb = bar(opts.progress, index.level_size(n), n, "local");
+        let pb = level_bar(opts.progress, index.level_size(n), n, "local");
         let mismatches = ctx.local_check(&pb);
         let seconds = t0.elapsed().as_secs_f64();
         let deep = opts.deep.then(|| {
@@ -266,23 +266,6 @@ pub fn verify(
         out.push(r);
     }
     Ok(out)
-}
-
-fn bar(progress: bool, len: u64, n: usize, phase: &str) -> ProgressBar {
-    if !progress {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    pb.set_style(
-        ProgressStyle::with_template(
-            "level {prefix:>3} {msg:14} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
-        )
-        .unwrap()
-        .progress_chars("=> "),
-    );
-    pb.set_prefix(n.to_string());
-    pb.set_message(phase.to_string());
-    pb
 }
 
 /// One level being checked and the levels it reads.

@@ -3,23 +3,8 @@
 
 mod common;
 
-use std::path::Path;
-
-use awari::{build, BuildOptions, Database, Rules};
-use common::Reference;
-
-fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) -> Database {
-    let opts = BuildOptions {
-        root: root.to_path_buf(),
-        rules,
-        pits,
-        max_seeds: max,
-        force: false,
-        progress: false,
-    };
-    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
-    Database::open(root, rules, pits).unwrap()
-}
+use awari::Rules;
+use common::{build_db, Reference};
 
 /// Every position of levels 0..=max, stored ones read from the files and the others
 /// answered from their children, equals the reference.

@@ -12,21 +12,13 @@ use rayon::prelude::*;
 use awari::reference::Reference;
 use awari::table::{level_path, LevelWriter};
 use awari::verify::{verify, VerifyOptions};
-use awari::{build, db_dir, legal_moves, Board, BuildOptions, Database, Index, Rules};
+use awari::{db_dir, legal_moves, Board, Database, Index, Rules};
+
+mod common;
+
+use common::build_db;
 
 const BIN: &str = env!("CARGO_BIN_EXE_awari");
-
-fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) {
-    let opts = BuildOptions {
-        root: root.to_path_buf(),
-        rules,
-        pits,
-        max_seeds: max,
-        force: false,
-        progress: false,
-    };
-    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
-}
 
 fn options(root: &Path, rules: Rules, pits: usize, deep: bool) -> VerifyOptions {
     VerifyOptions {

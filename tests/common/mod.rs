@@ -1,14 +1,30 @@
 //! A reference solver written only for the tests: value iteration from zero (DESIGN
 //! section 2(b)) over every position of a level, stored or not, with positions found by
 //! a hash map (no ranking, no level files, no un-moves). It shares only the rules code
-//! with the builder.
+//! with the builder. Also the shared set-up of the integration tests.
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 
-use awari::{legal_moves, Board, Rules};
+use std::path::Path;
+
+use awari::{build, legal_moves, Board, BuildOptions, Database, Rules};
 use rayon::prelude::*;
+
+/// Builds levels `0..=max` under `root` with the builder and opens the database.
+pub fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) -> Database {
+    let opts = BuildOptions {
+        root: root.to_path_buf(),
+        rules,
+        pits,
+        max_seeds: max,
+        force: false,
+        progress: false,
+    };
+    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    Database::open(root, rules, pits).unwrap()
+}
 
 /// Every position of `n` seeds on `2p` pits (stored or not).
 pub fn all_positions(p: usize, n: usize) -> Vec<Board> {
