@@ -1,0 +1,138 @@
+//! `awari bench` and `awari count`: build figures per thread count, level sizes.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+
+use awari::{group, Index, Rules};
+
+pub fn cmd_bench(
+    max_seeds: usize,
+    threads: Vec<usize>,
+    pits: usize,
+    rules: Rules,
+    scratch: Option<PathBuf>,
+    csv: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use awari::bench::{bench, csv as to_csv, BenchOptions};
+    if threads.is_empty() || threads.contains(&0) {
+        bail!("--threads needs one or more counts of at least 1, e.g. 1,2");
+    }
+    Index::new(pits, max_seeds).map_err(|e| anyhow::anyhow!(e))?;
+    let scratch = scratch.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("awari-bench-{}", std::process::id()))
+    });
+    let opts = BenchOptions {
+        scratch: scratch.clone(),
+        rules,
+        pits,
+        max_seeds,
+        threads: threads.clone(),
+    };
+    eprintln!(
+        "benchmark: {rules} levels 0..={max_seeds}, {pits} pits per side, threads {threads:?}, scratch {}",
+        scratch.display()
+    );
+    let runs = bench(&opts, |t, r| {
+        eprintln!("  threads {t}: level {:>3} {:>8.2} s", r.seeds, r.seconds)
+    })?;
+    let _ = std::fs::remove_dir(&scratch);
+    let mb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.0}", b as f64 / 1e6));
+    let mut head = format!("{:>5} {:>15}", "level", "positions");
+    for r in &runs {
+        let t = r.threads;
+        head += &format!(
+            " {:>9} {:>12} {:>7}",
+            format!("s ({t}t)"),
+            format!("pos/s/t ({t}t)"),
+            format!("MB ({t}t)")
+        );
+    }
+    let (first, last) = (&runs[0], &runs[runs.len() - 1]);
+    if runs.len() > 1 {
+        head += &format!(" {:>8}", format!("{}t/{}t", last.threads, first.threads));
+    }
+    println!("{head}");
+    for n in 0..=max_seeds {
+        let positions = first.levels[n].stats.positions;
+        let mut line = format!("{:>5} {:>15}", n, group(positions));
+        for r in &runs {
+            let l = &r.levels[n];
+            line += &format!(
+                " {:>9.2} {:>12.0} {:>7}",
+                l.seconds,
+                positions as f64 / l.seconds.max(1e-9) / r.threads as f64,
+                mb(l.peak_rss)
+            );
+        }
+        if runs.len() > 1 {
+            line += &format!(
+                " {:>8.2}",
+                first.levels[n].seconds / last.levels[n].seconds.max(1e-9)
+            );
+        }
+        println!("{line}");
+    }
+    let positions: u64 = first.levels.iter().map(|l| l.stats.positions).sum();
+    let mut line = format!("{:>5} {:>15}", "total", group(positions));
+    for r in &runs {
+        line += &format!(
+            " {:>9.2} {:>12.0} {:>7}",
+            r.seconds,
+            positions as f64 / r.seconds.max(1e-9) / r.threads as f64,
+            mb(r.peak_rss)
+        );
+    }
+    if runs.len() > 1 {
+        line += &format!(" {:>8.2}", first.seconds / last.seconds.max(1e-9));
+    }
+    println!("{line}");
+    let same = runs.iter().all(|r| r.checksums == first.checksums);
+    println!(
+        "level files identical across thread counts: {}",
+        if same { "yes" } else { "NO" }
+    );
+    if let Some(path) = csv {
+        std::fs::write(&path, to_csv(&runs))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if !same {
+        bail!("thread counts wrote different level files: the builder is not deterministic");
+    }
+    Ok(())
+}
+
+pub fn cmd_count(pits: usize, max_seeds: Option<usize>) -> anyhow::Result<()> {
+    let max = max_seeds.unwrap_or(8 * pits);
+    let index = Index::new(pits, max).map_err(|e| anyhow::anyhow!(e))?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:>5} {:>22} {:>22}",
+        "level", "positions", "cumulative"
+    )?;
+    let mut total: u128 = 0;
+    for n in 0..=max {
+        let s = index.level_size(n);
+        total += s as u128;
+        writeln!(out, "{:>5} {:>22} {:>22}", n, group(s), group(total as u64))?;
+    }
+    writeln!(
+        out,
+        "total levels 0..={max}: {} positions",
+        group(total as u64)
+    )?;
+    if pits == 6 && max >= 48 {
+        // The Romein-Bal count: level 47 cannot occur (the first capture takes at least
+        // two seeds) and the start position, not stored, is counted once.
+        let rb: u64 = (0..=46).map(|n| index.level_size(n)).sum::<u64>() + index.level_size(48) + 1;
+        writeln!(
+            out,
+            "Romein-Bal database (levels 0..=46 and 48, plus the start position): {} positions",
+            group(rb)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,21 @@
+//! The subcommands: each parses nothing (clap did), calls the library and prints.
+
+pub mod bench;
+pub mod build;
+pub mod query;
+pub mod share;
+pub mod verify;
+
+use anyhow::bail;
+
+pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<(rayon::ThreadPool, usize)> {
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    Ok((pool, threads))
+}

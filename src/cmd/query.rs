@@ -1,0 +1,162 @@
+//! `awari query`: one position (text or JSON) or a stream of them (`--stdin`).
+
+use std::io::{BufRead, Write};
+
+use anyhow::{bail, Context};
+
+use awari::query::{draw, Line};
+use awari::{Analysis, Database};
+
+use crate::DbArgs;
+
+pub fn parse_counts(words: &[String]) -> anyhow::Result<Vec<u32>> {
+    words
+        .iter()
+        .flat_map(|w| w.split([',', ' ', '\t']).filter(|s| !s.is_empty()))
+        .map(|w| {
+            if w.starts_with('-') {
+                bail!("'{w}' is negative: pit counts are 0 or more seeds");
+            }
+            w.parse::<u32>()
+                .map_err(|_| anyhow::anyhow!("'{w}' is not a number of seeds"))
+        })
+        .collect()
+}
+
+pub fn cmd_query(
+    words: Vec<String>,
+    db: DbArgs,
+    line: bool,
+    json: bool,
+    stdin: bool,
+) -> anyhow::Result<()> {
+    let database = Database::open(&db.dir, db.rules, db.pits)?;
+    if stdin {
+        let input = std::io::stdin().lock();
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for text in input.lines() {
+            let text = text.context("reading standard input")?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let result = parse_counts(&[text])
+                .and_then(|c| Ok(database.board(&c)?))
+                .and_then(|b| {
+                    let a = database.analyze(&b)?;
+                    let l = if line {
+                        Some(database.line(&b, 10_000)?)
+                    } else {
+                        None
+                    };
+                    Ok(json_of(&database, &a, l.as_ref()))
+                });
+            let obj = match result {
+                Ok(v) => v,
+                Err(e) => serde_json::json!({ "error": e.to_string() }),
+            };
+            writeln!(out, "{obj}")?;
+        }
+        out.flush()?;
+        return Ok(());
+    }
+    let counts = parse_counts(&words)?;
+    let board = database.board(&counts)?;
+    let a = database.analyze(&board)?;
+    let l = if line {
+        Some(database.line(&board, 10_000)?)
+    } else {
+        None
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", json_of(&database, &a, l.as_ref()))?;
+        return Ok(());
+    }
+    write!(out, "{}", draw(&board))?;
+    writeln!(
+        out,
+        "{} rules, {} seeds: value {:+} for the side to move ({})",
+        database.rules(),
+        a.seeds,
+        a.value,
+        verdict(a.value)
+    )?;
+    if let Some(why) = a.game_over {
+        writeln!(out, "game over: {why}")?;
+    }
+    if !a.moves.is_empty() {
+        writeln!(out, "{:>5} {:>6} {:>9}", "move", "value", "captures")?;
+        for m in &a.moves {
+            writeln!(
+                out,
+                "{:>5} {:>+6} {:>9}{}{}",
+                pit_name(m.pit),
+                m.value,
+                m.captured,
+                if a.best.contains(&m.pit) {
+                    "  best"
+                } else {
+                    ""
+                },
+                if m.ends_game { "  (ends the game)" } else { "" }
+            )?;
+        }
+    }
+    if let Some(l) = l {
+        writeln!(out, "principal variation:")?;
+        for (i, ply) in l.plies.iter().enumerate() {
+            writeln!(
+                out,
+                "{:>4}. {} plays {}{}",
+                i + 1,
+                if ply.player == 0 {
+                    "side to move"
+                } else {
+                    "opponent    "
+                },
+                pit_name(ply.pit),
+                if ply.captured > 0 {
+                    format!(", captures {}", ply.captured)
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        writeln!(out, "end: {}", l.end)?;
+        writeln!(
+            out,
+            "seeds won from here: side to move {}, opponent {}",
+            l.score[0], l.score[1]
+        )?;
+    }
+    Ok(())
+}
+
+pub fn pit_name(pit: u8) -> String {
+    format!("{} ({})", (b'a' + pit) as char, pit)
+}
+
+pub fn verdict(v: i8) -> String {
+    match v {
+        0 => "draw".into(),
+        1.. => format!("wins by {v}"),
+        _ => format!("loses by {}", -(v as i32)),
+    }
+}
+
+pub fn json_of(db: &Database, a: &Analysis, line: Option<&Line>) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "rules": db.rules().name(),
+        "pits": a.pits,
+        "seeds": a.seeds,
+        "value": a.value,
+        "stored": a.stored,
+        "moves": a.moves,
+        "best": a.best,
+        "game_over": a.game_over,
+    });
+    if let Some(l) = line {
+        v["line"] = serde_json::to_value(l).unwrap();
+    }
+    v
+}
