@@ -69,25 +69,10 @@ pub fn cmd_pack(
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
     use awari::pack::{pack_level, PackOptions};
-    let (pool, _) = thread_pool(threads)?;
-    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
-    let levels = levels_to_do(&dir, level, false)?;
-    let max = *levels.iter().max().unwrap();
-    let index = Index::new(db.pits, max).map_err(|e| anyhow::anyhow!(e))?;
     let opts = PackOptions { zstd_level, block };
-    println!(
-        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}",
-        "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"
-    );
-    let mut rows = Vec::new();
-    for n in levels {
-        let want = awari::build::expect(db.rules, &index, n);
-        let r = pool.install(|| pack_level(&dir, &want, &opts, remove_raw))?;
-        print_pack_row(&r);
-        rows.push(r);
-    }
-    print_pack_total(&rows);
-    Ok(())
+    each_level(db, level, false, threads, |dir, want| {
+        pack_level(dir, want, &opts, remove_raw)
+    })
 }
 
 pub fn cmd_unpack(
@@ -96,9 +81,24 @@ pub fn cmd_unpack(
     remove_packed: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
+    each_level(db, level, true, threads, |dir, want| {
+        awari::pack::unpack_level(dir, want, remove_packed)
+    })
+}
+
+/// Runs `step` (pack or unpack) on the level asked for or on every level of the kind
+/// `--all` takes (`packed`: the packed ones), printing a row for each and a total.
+fn each_level(
+    db: DbArgs,
+    level: Option<usize>,
+    packed: bool,
+    threads: Option<usize>,
+    step: impl Fn(&std::path::Path, &awari::table::Expect) -> awari::Result<awari::pack::PackReport>
+        + Sync,
+) -> anyhow::Result<()> {
     let (pool, _) = thread_pool(threads)?;
     let dir = awari::db_dir(&db.dir, db.rules, db.pits);
-    let levels = levels_to_do(&dir, level, true)?;
+    let levels = levels_to_do(&dir, level, packed)?;
     let max = *levels.iter().max().unwrap();
     let index = Index::new(db.pits, max).map_err(|e| anyhow::anyhow!(e))?;
     println!(
@@ -108,7 +108,7 @@ pub fn cmd_unpack(
     let mut rows = Vec::new();
     for n in levels {
         let want = awari::build::expect(db.rules, &index, n);
-        let r = pool.install(|| awari::pack::unpack_level(&dir, &want, remove_packed))?;
+        let r = pool.install(|| step(&dir, &want))?;
         print_pack_row(&r);
         rows.push(r);
     }
