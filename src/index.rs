@@ -68,6 +68,18 @@ impl Index {
         })
     }
 
+    /// The most seeds on a board of `p` pits per side whose levels this index can rank.
+    pub fn max_supported(p: usize) -> std::result::Result<usize, String> {
+        if !(2..=MAX_PITS).contains(&p) {
+            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+        }
+        let mut n = MAX_SEEDS;
+        while Index::new(p, n).is_err() {
+            n -= 1;
+        }
+        Ok(n)
+    }
+
     #[inline]
     pub fn pits_per_side(&self) -> usize {
         self.p

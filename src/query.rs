@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::build::{build_command, db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
+use crate::rules::{legal_moves, Board, Move, Rules};
 use crate::store::LevelData;
 use crate::table::{level_path, Check};
 
@@ -420,20 +420,6 @@ impl Database {
 
 /// The most positions [`Database::line`] explores in one level to find a converting line.
 const PLAN_LIMIT: usize = 2_000_000;
-
-impl Index {
-    /// The most seeds on a board of `p` pits per side whose levels this index can rank.
-    pub fn max_supported(p: usize) -> std::result::Result<usize, String> {
-        if !(2..=MAX_PITS).contains(&p) {
-            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
-        }
-        let mut n = MAX_SEEDS;
-        while Index::new(p, n).is_err() {
-            n -= 1;
-        }
-        Ok(n)
-    }
-}
 
 /// The board as text: the opponent's row on top (pit 2P-1 on the left), the side to
 /// move below (pit 0 on the left), as players see it across the board.

@@ -189,11 +189,7 @@ impl Board {
     /// The board seen from the other side.
     #[inline]
     pub fn turned(&self) -> Board {
-        let p = self.p as usize;
-        let mut t = Board::empty(p);
-        t.pits[..p].copy_from_slice(&self.pits[p..2 * p]);
-        t.pits[p..2 * p].copy_from_slice(&self.pits[..p]);
-        t
+        turn(&self.pits, self.p as usize)
     }
 }
 

@@ -16,7 +16,7 @@ use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::index::Index;
-use crate::rules::{for_each_exit, for_each_unmove, legal_moves, Board, Exits, Rules};
+use crate::rules::{for_each_exit, for_each_unmove, Board, Exits, Rules};
 
 /// Read access to the values of finished levels.
 pub trait Lower: Sync {
@@ -83,32 +83,6 @@ impl LevelStats {
         }
         s
     }
-}
-
-/// The forward pass for one position: `(b, k)`, the best value among moves that leave
-/// the level or end the game (`NO_EXIT` if none) and the number of moves that stay.
-#[inline]
-pub fn exits<L: Lower + ?Sized>(board: &Board, rules: Rules, index: &Index, lower: &L) -> (i8, u8) {
-    let n = board.seeds();
-    let moves = legal_moves(board, rules);
-    if let Some(v) = moves.terminal_value {
-        return (v, 0);
-    }
-    let mut best = NO_EXIT;
-    let mut stay = 0u8;
-    for m in moves.as_slice() {
-        let v = if m.ends_game {
-            n as i8
-        } else if m.captured > 0 {
-            let c = m.captured as usize;
-            m.captured as i8 - lower.value(n - c, index.rank(&m.child))
-        } else {
-            stay += 1;
-            continue;
-        };
-        best = best.max(v);
-    }
-    (best, stay)
 }
 
 /// Solves level `n`, whose lower levels `lower` must hold, and returns its values in

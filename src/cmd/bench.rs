@@ -38,7 +38,15 @@ pub fn cmd_bench(
         eprintln!("  threads {t}: level {:>3} {:>8.2} s", r.seeds, r.seconds)
     })?;
     let _ = std::fs::remove_dir(&scratch);
-    let mb = |b: Option<u64>| b.map_or("-".to_string(), |b| format!("{:.0}", b as f64 / 1e6));
+    // One run's cells of a row: seconds, positions/s/thread, peak MB.
+    let cells = |positions: u64, seconds: f64, threads: usize, rss: Option<u64>| {
+        format!(
+            " {:>9.2} {:>12.0} {:>7}",
+            seconds,
+            positions as f64 / seconds.max(1e-9) / threads as f64,
+            rss.map_or("-".to_string(), |b| format!("{:.0}", b as f64 / 1e6))
+        )
+    };
     let mut head = format!("{:>5} {:>15}", "level", "positions");
     for r in &runs {
         let t = r.threads;
@@ -59,12 +67,7 @@ pub fn cmd_bench(
         let mut line = format!("{:>5} {:>15}", n, group(positions));
         for r in &runs {
             let l = &r.levels[n];
-            line += &format!(
-                " {:>9.2} {:>12.0} {:>7}",
-                l.seconds,
-                positions as f64 / l.seconds.max(1e-9) / r.threads as f64,
-                mb(l.peak_rss)
-            );
+            line += &cells(positions, l.seconds, r.threads, l.peak_rss);
         }
         if runs.len() > 1 {
             line += &format!(
@@ -77,12 +80,7 @@ pub fn cmd_bench(
     let positions: u64 = first.levels.iter().map(|l| l.stats.positions).sum();
     let mut line = format!("{:>5} {:>15}", "total", group(positions));
     for r in &runs {
-        line += &format!(
-            " {:>9.2} {:>12.0} {:>7}",
-            r.seconds,
-            positions as f64 / r.seconds.max(1e-9) / r.threads as f64,
-            mb(r.peak_rss)
-        );
+        line += &cells(positions, r.seconds, r.threads, r.peak_rss);
     }
     if runs.len() > 1 {
         line += &format!(" {:>8.2}", first.seconds / last.seconds.max(1e-9));
