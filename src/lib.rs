@@ -29,6 +29,7 @@ pub mod error;
 pub mod export;
 pub mod index;
 pub mod pack;
+pub mod play;
 pub mod query;
 pub mod reference;
 pub mod rules;

@@ -11,6 +11,7 @@ use awari::Rules;
 mod cmd;
 use cmd::bench::{cmd_bench, cmd_count};
 use cmd::build::cmd_build;
+use cmd::play::{cmd_play, PlayOptions};
 use cmd::query::cmd_query;
 use cmd::share::{cmd_export, cmd_import, cmd_info, cmd_pack, cmd_unpack};
 use cmd::verify::{cmd_variants, cmd_verify, parse_amount};
@@ -81,6 +82,33 @@ enum Command {
         /// line (an object with "error" for a bad line).
         #[arg(long, conflicts_with = "pits_counts")]
         stdin: bool,
+    },
+    /// Play a game against the database in the terminal: type a pit (a-f or 1-6 from your
+    /// left), 'hint' for the value of each of your moves, 'undo' to take back your last
+    /// move and the reply, 'quit' to stop. Without a terminal it reads one command per line.
+    Play {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Start with this many seeds in every pit (default: the largest start, up to 4,
+        /// whose levels are built).
+        #[arg(long, conflicts_with = "position")]
+        seeds_per_pit: Option<usize>,
+        /// Start from this position instead: the 2P pit counts, the side that moves
+        /// first first (as in `awari query`).
+        #[arg(long, num_args = 1.., allow_negative_numbers = true, value_name = "PITS")]
+        position: Vec<String>,
+        /// Who moves first.
+        #[arg(long, default_value = "me")]
+        first: First,
+        /// How well the database plays: 100 always plays a best move; below, it picks
+        /// weaker moves more often and gives away more seeds per move on average; 0 plays
+        /// any legal move alike.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u8).range(0..=100))]
+        strength: u8,
+        /// Seed of the database's random choices below strength 100 (default: from the
+        /// clock, printed so that a game can be replayed).
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Check a built database: headers, checksums, and every stored value against the
     /// values of its moves; with --deep, also solve every level again by an independent
@@ -293,6 +321,24 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             stdin,
         } => cmd_query(pits_counts, db, line, json, stdin),
+        Command::Play {
+            db,
+            seeds_per_pit,
+            position,
+            first,
+            strength,
+            seed,
+        } => cmd_play(PlayOptions {
+            db,
+            seeds_per_pit,
+            position,
+            first: match first {
+                First::Me => awari::play::Side::Me,
+                First::Db => awari::play::Side::Db,
+            },
+            strength,
+            seed,
+        }),
         Command::Count { pits, max_seeds } => cmd_count(pits, max_seeds),
         Command::Pack {
             db,
@@ -366,6 +412,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             threads,
         } => cmd_variants(dir, max_positions, reference_limit, rules, pits, threads),
     }
+}
+
+/// Who moves first in `awari play`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum First {
+    /// You.
+    Me,
+    /// The database.
+    Db,
 }
 
 /// File formats of other programs.

@@ -266,34 +266,7 @@ impl Database {
                 end = why.to_string();
                 break;
             }
-            if a.value != 0 && !plan.as_ref().is_some_and(|p| p.contains_key(&pos)) {
-                plan = self.conversion_plan(&pos, PLAN_LIMIT)?;
-            }
-            let legal = legal_moves(&pos, self.rules);
-            let best: Vec<Move> = legal
-                .as_slice()
-                .iter()
-                .zip(&a.moves)
-                .filter(|(_, mv)| mv.value == a.value)
-                .map(|(m, _)| *m)
-                .collect();
-            let m = match &plan {
-                Some(dist) if a.value != 0 => {
-                    let exit = best.iter().find(|m| !m.stays_in_level());
-                    let inside = best.iter().filter(|m| m.stays_in_level());
-                    if a.value > 0 {
-                        // The winner converts at once if it can, else gets closer.
-                        *exit.unwrap_or_else(|| inside.min_by_key(|m| dist[&m.child]).unwrap())
-                    } else {
-                        // The loser delays as long as it can.
-                        *inside
-                            .max_by_key(|m| (dist[&m.child], std::cmp::Reverse(m.pit)))
-                            .or(exit)
-                            .unwrap()
-                    }
-                }
-                _ => best[0],
-            };
+            let m = self.perfect_move(&pos, &a, &mut plan)?;
             score[player as usize] += m.captured as f64;
             plies.push(Ply {
                 player,
@@ -321,6 +294,46 @@ impl Database {
             }
         }
         Ok(Line { plies, end, score })
+    }
+
+    /// The move perfect play makes in `pos` (analysed as `a`, the game not over): a best
+    /// move, and in a won position one that gets closer to converting (the loser delays),
+    /// so that play realises the value instead of circling. `plan` caches the
+    /// [`Database::conversion_plan`] of the current level between calls.
+    pub fn perfect_move(
+        &self,
+        pos: &Board,
+        a: &Analysis,
+        plan: &mut Option<HashMap<Board, u32>>,
+    ) -> Result<Move> {
+        if a.value != 0 && !plan.as_ref().is_some_and(|p| p.contains_key(pos)) {
+            *plan = self.conversion_plan(pos, PLAN_LIMIT)?;
+        }
+        let legal = legal_moves(pos, self.rules);
+        let best: Vec<Move> = legal
+            .as_slice()
+            .iter()
+            .zip(&a.moves)
+            .filter(|(_, mv)| mv.value == a.value)
+            .map(|(m, _)| *m)
+            .collect();
+        Ok(match plan.as_ref() {
+            Some(dist) if a.value != 0 => {
+                let exit = best.iter().find(|m| !m.stays_in_level());
+                let inside = best.iter().filter(|m| m.stays_in_level());
+                if a.value > 0 {
+                    // The winner converts at once if it can, else gets closer.
+                    *exit.unwrap_or_else(|| inside.min_by_key(|m| dist[&m.child]).unwrap())
+                } else {
+                    // The loser delays as long as it can.
+                    *inside
+                        .max_by_key(|m| (dist[&m.child], std::cmp::Reverse(m.pit)))
+                        .or(exit)
+                        .unwrap()
+                }
+            }
+            _ => best[0],
+        })
     }
 
     /// For a won or lost position: the positions reachable from it by best moves that stay

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod build;
+pub mod play;
 pub mod query;
 pub mod share;
 pub mod verify;
