@@ -285,3 +285,49 @@ fn a_missing_level_names_the_build() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("awari build --max-seeds 12"), "{err}");
 }
+
+/// Over the real positions of a level, the seeds the database gives away per move (the
+/// exact expectation under its move weights) fall steadily, about linearly, as strength
+/// rises.
+#[test]
+fn loss_per_move_falls_with_strength() {
+    let dir = TempDir::new().unwrap();
+    let db = common::build_db(dir.path(), Rules::Awari, 6, 10);
+    let mut values = Vec::new();
+    for b in common::all_positions(6, 10) {
+        let a = db.analyze(&b).unwrap();
+        if a.moves.len() > 1 {
+            values.push(a.moves.iter().map(|m| m.value).collect::<Vec<i8>>());
+        }
+    }
+    let mut last = f64::INFINITY;
+    let mut uniform = 0.0;
+    for s in [0u8, 10, 25, 50, 75, 90, 100] {
+        let loss: f64 = values
+            .iter()
+            .map(|v| {
+                let w = awari::play::move_weights(v, s);
+                let best = *v.iter().max().unwrap();
+                let total: f64 = w.iter().sum();
+                v.iter()
+                    .zip(&w)
+                    .map(|(&x, &w)| (best - x) as f64 * w / total)
+                    .sum::<f64>()
+            })
+            .sum::<f64>()
+            / values.len() as f64;
+        println!("strength {s:>3}: {loss:.3} seeds lost per move");
+        assert!(loss < last, "strength {s}: {loss} not below {last}");
+        if s == 0 {
+            uniform = loss;
+        }
+        // About linear in strength: within a fifth of the uniform loss of the line.
+        let line = uniform * (100 - s) as f64 / 100.0;
+        assert!(
+            (loss - line).abs() < 0.2 * uniform,
+            "strength {s}: {loss} vs {line}"
+        );
+        last = loss;
+    }
+    assert_eq!(last, 0.0);
+}
