@@ -4,6 +4,7 @@ pub mod bench;
 pub mod build;
 pub mod query;
 pub mod share;
+pub mod stats;
 pub mod verify;
 
 use anyhow::bail;
