@@ -21,7 +21,8 @@
 //! The stages follow the data: [`rules`] (board, moves, un-moves) -> [`index`] (ranking)
 //! -> [`table`] (level files) -> [`solve`] (one level) -> [`build`] (all levels) ->
 //! [`query`] (probing) -> [`verify`] (checking a built database), with [`reference`] (an
-//! independent solver) and [`variants`] (the start positions of small boards).
+//! independent solver), [`variants`] (the start positions of small boards) and [`stats`]
+//! (the distribution of values per level, and its chart).
 
 pub mod bench;
 pub mod build;
@@ -34,6 +35,7 @@ pub mod query;
 pub mod reference;
 pub mod rules;
 pub mod solve;
+pub mod stats;
 pub mod store;
 pub mod table;
 pub mod variants;

@@ -14,6 +14,7 @@ use cmd::build::cmd_build;
 use cmd::play::{cmd_play, PlayOptions};
 use cmd::query::cmd_query;
 use cmd::share::{cmd_export, cmd_import, cmd_info, cmd_pack, cmd_unpack};
+use cmd::stats::cmd_stats;
 use cmd::verify::{cmd_variants, cmd_verify, parse_amount};
 
 #[derive(Parser)]
@@ -126,6 +127,27 @@ enum Command {
         #[arg(long)]
         deep: bool,
         /// Worker threads (default: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Per level: positions, share won / drawn / lost by the side to move, mean, largest
+    /// and smallest value, and the distribution of values; optionally an SVG chart.
+    Stats {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Levels to count, e.g. 0..=20 or 17 (default: every level present, from 0 up to
+        /// the first missing one).
+        #[arg(long, value_name = "A..=B")]
+        levels: Option<String>,
+        /// Also write a chart to this file (SVG only, e.g. stats.svg): won / drawn / lost
+        /// shares per level, and the share of each value per level with the mean.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
+        /// Print one JSON object instead of the table: every number per level, with the
+        /// full histogram (positions per value), and the totals.
+        #[arg(long)]
+        json: bool,
+        /// Worker threads for counting (default: one per core).
         #[arg(long)]
         threads: Option<usize>,
     },
@@ -403,6 +425,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             deep,
             threads,
         } => cmd_verify(db, levels, deep, threads),
+        Command::Stats {
+            db,
+            levels,
+            plot,
+            json,
+            threads,
+        } => cmd_stats(db, levels, plot, json, threads),
         Command::Variants {
             dir,
             max_positions,

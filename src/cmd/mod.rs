@@ -5,6 +5,7 @@ pub mod build;
 pub mod play;
 pub mod query;
 pub mod share;
+pub mod stats;
 pub mod verify;
 
 use anyhow::bail;

@@ -1,0 +1,192 @@
+//! `awari stats`: per level the positions, won / drawn / lost shares, mean and extreme
+//! values, and the distribution of values, as a table or JSON, and optionally an SVG chart.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use awari::group;
+use awari::stats::{check_plot_path, database_stats, write_plot, LevelStats};
+
+use super::thread_pool;
+use crate::DbArgs;
+
+pub fn cmd_stats(
+    db: DbArgs,
+    levels: Option<String>,
+    plot: Option<PathBuf>,
+    json: bool,
+    threads: Option<usize>,
+) -> anyhow::Result<()> {
+    let levels = levels
+        .map(|s| awari::verify::parse_levels(&s))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))?;
+    // Refuse a bad chart name before reading gigabytes.
+    if let Some(p) = &plot {
+        check_plot_path(p)?;
+    }
+    let (pool, threads) = thread_pool(threads)?;
+    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    eprintln!(
+        "statistics of the {} levels in {} ({} pits per side) with {threads} thread(s)",
+        db.rules,
+        dir.display(),
+        db.pits
+    );
+    let header = || {
+        println!(
+            "{:>5} {:>15} {:>7} {:>7} {:>7} {:>8} {:>16} {:>16}",
+            "level", "positions", "won%", "drawn%", "lost%", "mean", "max (count)", "min (count)"
+        )
+    };
+    let mut rows = 0;
+    let stats = pool.install(|| {
+        database_stats(&db.dir, db.rules, db.pits, levels, |s| {
+            if !json {
+                // A row as soon as its level is counted (large levels take seconds); the
+                // header with the first, so that an error comes alone.
+                if rows == 0 {
+                    header();
+                }
+                rows += 1;
+                println!("{}", row(&s.seeds.to_string(), s));
+            }
+        })
+    })?;
+    let total = LevelStats::total(&stats);
+    let mut out = std::io::stdout().lock();
+    if json {
+        let doc = Report {
+            rules: db.rules.name(),
+            pits: db.pits,
+            dir: dir.display().to_string(),
+            levels: stats.iter().map(summary).collect(),
+            total: summary(&total),
+        };
+        serde_json::to_writer(&mut out, &doc)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", row("total", &total))?;
+        writeln!(out)?;
+        write!(out, "{}", histogram_grid(&stats))?;
+    }
+    out.flush()?;
+    if let Some(p) = plot {
+        write_plot(&p, db.rules, db.pits, &stats)?;
+        let bytes = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        eprintln!("chart written to {} ({} bytes)", p.display(), group(bytes));
+    }
+    Ok(())
+}
+
+/// One row of the table.
+fn row(label: &str, s: &LevelStats) -> String {
+    let extreme =
+        |x: Option<(i32, u64)>| x.map_or("-".into(), |(v, c)| format!("{v:+} ({})", group(c)));
+    format!(
+        "{label:>5} {:>15} {:>7.2} {:>7.2} {:>7.2} {:>+8.3} {:>16} {:>16}",
+        group(s.positions()),
+        s.percent(s.won()),
+        s.percent(s.drawn()),
+        s.percent(s.lost()),
+        s.mean(),
+        extreme(s.max()),
+        extreme(s.min()),
+    )
+}
+
+/// The `--json` document. Fields in this order, so that the file reads top-down.
+#[derive(Serialize)]
+struct Report {
+    rules: &'static str,
+    pits: usize,
+    dir: String,
+    levels: Vec<Summary>,
+    /// All the positions of the levels together (`seeds`: the largest level).
+    total: Summary,
+}
+
+/// The numbers of one level (or the total), the histogram in full.
+#[derive(Serialize)]
+struct Summary {
+    seeds: usize,
+    positions: u64,
+    won: u64,
+    drawn: u64,
+    lost: u64,
+    won_percent: f64,
+    drawn_percent: f64,
+    lost_percent: f64,
+    mean: f64,
+    max: Option<Count>,
+    min: Option<Count>,
+    /// Every value from -seeds to +seeds, in order, zeros included.
+    histogram: Vec<Count>,
+}
+
+#[derive(Serialize)]
+struct Count {
+    value: i32,
+    count: u64,
+}
+
+fn summary(s: &LevelStats) -> Summary {
+    let count = |(value, count)| Count { value, count };
+    Summary {
+        seeds: s.seeds,
+        positions: s.positions(),
+        won: s.won(),
+        drawn: s.drawn(),
+        lost: s.lost(),
+        won_percent: s.percent(s.won()),
+        drawn_percent: s.percent(s.drawn()),
+        lost_percent: s.percent(s.lost()),
+        mean: s.mean(),
+        max: s.max().map(count),
+        min: s.min().map(count),
+        histogram: s.histogram().map(count).collect(),
+    }
+}
+
+/// The distribution of values as text: one row per level, one column per value, a bar
+/// whose height is the value's share relative to the level's most common value.
+fn histogram_grid(stats: &[LevelStats]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let top = stats.iter().map(|s| s.seeds).max().unwrap_or(0) as i32;
+    let width = (2 * top + 1) as usize;
+    let mut text = format!(
+        "values from {:+} to {:+}, one column each; bar height: positions relative to the \
+         level's most common value\n('.' under 1/16 of it, blank: no position; --json for the counts)\n",
+        -top, top
+    );
+    // Axis: the ends and 0 marked.
+    let mut axis = vec![' '; width + 2];
+    let mut put = |at: usize, s: &str| {
+        for (i, ch) in s.chars().enumerate() {
+            if let Some(c) = axis.get_mut(at + i) {
+                *c = ch;
+            }
+        }
+    };
+    let left = format!("{:+}", -top);
+    put(0, &left);
+    put(top as usize, "0");
+    let right = format!("{:+}", top);
+    put(width.saturating_sub(right.len()), &right);
+    let axis: String = axis.into_iter().collect();
+    text += &format!("{:>5}  {}\n", "value", axis.trim_end());
+    for s in stats {
+        let most = s.counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+        let cells: String = (-top..=top)
+            .map(|v| match s.count(v) {
+                0 => ' ',
+                c if (c as f64) < most / 16.0 => '.',
+                c => BARS[((c as f64 / most * 8.0).round() as usize).clamp(1, 8) - 1],
+            })
+            .collect();
+        text += &format!("{:>5}  {}\n", s.seeds, cells.trim_end());
+    }
+    text
+}

@@ -1,0 +1,554 @@
+//! `awari stats`: what a built database says about the game, level by level: how many
+//! positions the side to move wins, draws and loses, the mean value, the extremes and the
+//! whole distribution of values, and an SVG chart of it.
+//!
+//! Everything derives from one histogram per level (positions per byte value), counted
+//! in a single parallel pass: a level can hold 10^8 to 10^9 positions, so the payload is
+//! read once, in chunks, each with its own small table.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::ops::RangeInclusive;
+use std::path::Path;
+
+use plotters::prelude::*;
+use rayon::prelude::*;
+
+use crate::build::{build_command, db_dir, expect};
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::rules::Rules;
+use crate::store::{level_exists, LevelData};
+use crate::table::Check;
+use crate::verify::present_levels;
+
+/// The distribution of the values of one level (or, for [`LevelStats::total`], of several).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Seeds on the board: values lie in `-seeds..=seeds`.
+    pub seeds: usize,
+    /// `counts[i]`: positions of value `i - seeds`, for every value `-seeds..=seeds`.
+    pub counts: Vec<u64>,
+}
+
+/// Bytes per parallel chunk: large enough that merging the tables costs nothing, small
+/// enough that a count fits in a `u32` and the chunks spread over the threads.
+const CHUNK: usize = 1 << 20;
+
+/// How many payload bytes hold each byte value, counted in parallel (on the current rayon
+/// pool). Index by `value as u8`.
+pub fn histogram(values: &[u8]) -> [u64; 256] {
+    values.par_chunks(CHUNK).map(chunk_histogram).reduce(
+        || [0; 256],
+        |mut a, b| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            a
+        },
+    )
+}
+
+/// One chunk's histogram. Four tables, so that a run of equal bytes (common: whole
+/// stretches of a level are drawn) does not make every increment wait on the one before.
+fn chunk_histogram(chunk: &[u8]) -> [u64; 256] {
+    debug_assert!(chunk.len() <= u32::MAX as usize);
+    let mut t = [[0u32; 256]; 4];
+    let mut quads = chunk.chunks_exact(4);
+    for q in &mut quads {
+        t[0][q[0] as usize] += 1;
+        t[1][q[1] as usize] += 1;
+        t[2][q[2] as usize] += 1;
+        t[3][q[3] as usize] += 1;
+    }
+    for &b in quads.remainder() {
+        t[0][b as usize] += 1;
+    }
+    let mut out = [0u64; 256];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = t.iter().map(|t| t[i] as u64).sum();
+    }
+    out
+}
+
+/// The statistics of level `seeds` from its payload (one signed byte per position).
+/// Fails, saying which, if a value lies outside `-seeds..=seeds`: no correct level holds
+/// one.
+pub fn level_stats(seeds: usize, values: &[u8]) -> std::result::Result<LevelStats, String> {
+    LevelStats::from_histogram(seeds, &histogram(values))
+}
+
+impl LevelStats {
+    /// From a histogram of byte values (see [`histogram`]).
+    pub fn from_histogram(
+        seeds: usize,
+        hist: &[u64; 256],
+    ) -> std::result::Result<LevelStats, String> {
+        let n = seeds as i32;
+        let mut counts = vec![0; 2 * seeds + 1];
+        for (b, &c) in hist.iter().enumerate() {
+            let v = b as u8 as i8 as i32;
+            if c == 0 {
+                continue;
+            }
+            if v.abs() > n {
+                return Err(format!(
+                    "{c} position(s) hold the value {v:+}, outside -{seeds}..=+{seeds}"
+                ));
+            }
+            counts[(v + n) as usize] = c;
+        }
+        Ok(LevelStats { seeds, counts })
+    }
+
+    /// The distribution over all the positions of several levels (`seeds` is the largest
+    /// level, so that every value fits).
+    pub fn total(levels: &[LevelStats]) -> LevelStats {
+        let seeds = levels.iter().map(|l| l.seeds).max().unwrap_or(0);
+        let mut counts = vec![0; 2 * seeds + 1];
+        for l in levels {
+            for (v, c) in l.histogram() {
+                counts[(v + seeds as i32) as usize] += c;
+            }
+        }
+        LevelStats { seeds, counts }
+    }
+
+    /// `(value, positions)` for every value `-seeds..=seeds`, in order, zeros included.
+    pub fn histogram(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
+        let n = self.seeds as i32;
+        self.counts
+            .iter()
+            .enumerate()
+            .map(move |(i, &c)| (i as i32 - n, c))
+    }
+
+    /// Positions of value `v` (0 outside `-seeds..=seeds`).
+    pub fn count(&self, v: i32) -> u64 {
+        let i = v + self.seeds as i32;
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.counts.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn positions(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Positions the side to move wins (value > 0).
+    pub fn won(&self) -> u64 {
+        self.counts[self.seeds + 1..].iter().sum()
+    }
+
+    /// Positions drawn (value 0).
+    pub fn drawn(&self) -> u64 {
+        self.counts[self.seeds]
+    }
+
+    /// Positions the side to move loses (value < 0).
+    pub fn lost(&self) -> u64 {
+        self.counts[..self.seeds].iter().sum()
+    }
+
+    /// `x` as a percentage of the positions (0 if there are none).
+    pub fn percent(&self, x: u64) -> f64 {
+        let all = self.positions();
+        if all == 0 {
+            0.0
+        } else {
+            100.0 * x as f64 / all as f64
+        }
+    }
+
+    /// The mean value over the positions (0 if there are none).
+    pub fn mean(&self) -> f64 {
+        let all = self.positions();
+        if all == 0 {
+            return 0.0;
+        }
+        let sum: i128 = self.histogram().map(|(v, c)| v as i128 * c as i128).sum();
+        sum as f64 / all as f64
+    }
+
+    /// The largest value held by some position, and how many hold it.
+    pub fn max(&self) -> Option<(i32, u64)> {
+        self.histogram().filter(|&(_, c)| c > 0).last()
+    }
+
+    /// The smallest value held by some position, and how many hold it.
+    pub fn min(&self) -> Option<(i32, u64)> {
+        self.histogram().find(|&(_, c)| c > 0)
+    }
+}
+
+/// Reads the levels of one database and counts each: `levels`, or by default every level
+/// from 0 up to the first missing one. Every level's checksum is checked first (a packed
+/// level is decompressed whole, every block checked), so the numbers are those of an
+/// intact file. `report` is called after each level. Runs on the current rayon pool.
+pub fn database_stats(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    levels: Option<RangeInclusive<usize>>,
+    mut report: impl FnMut(&LevelStats),
+) -> Result<Vec<LevelStats>> {
+    let dir = db_dir(root, rules, pits);
+    let range = match levels {
+        Some(r) => r,
+        None => {
+            let top = present_levels(&dir).ok_or_else(|| {
+                Error::Input(format!(
+                    "no levels in {}; build some first, e.g. `{}`",
+                    dir.display(),
+                    build_command(root, rules, pits, 16)
+                ))
+            })?;
+            0..=top
+        }
+    };
+    let index = Index::new(pits, *range.end()).map_err(Error::Input)?;
+    let missing = |n: usize| Error::MissingLevel {
+        seeds: n,
+        rules,
+        pits,
+        dir: dir.clone(),
+        command: build_command(root, rules, pits, *range.end()),
+    };
+    // Name a missing level before reading the ones below it, which can take minutes.
+    if let Some(n) = range.clone().find(|&n| !level_exists(&dir, n)) {
+        return Err(missing(n));
+    }
+    let mut out = Vec::with_capacity(range.clone().count());
+    for n in range.clone() {
+        let want = expect(rules, &index, n);
+        let Some(level) = LevelData::open(&dir, &want, Check::HeaderOnly)? else {
+            return Err(missing(n));
+        };
+        let path = level.path().to_path_buf();
+        let values = level.into_checked_values()?;
+        let s = level_stats(n, values.bytes()).map_err(|e| Error::bad(&path, e))?;
+        report(&s);
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// Refuses a chart file name that does not end in `.svg`: only the SVG backend is built
+/// in (it writes text as text; a bitmap would need a font renderer).
+pub fn check_plot_path(path: &Path) -> Result<()> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext.eq_ignore_ascii_case("svg") {
+        return Ok(());
+    }
+    Err(Error::Input(format!(
+        "--plot {}: only SVG charts are supported; give a file name ending in .svg",
+        path.display()
+    )))
+}
+
+/// Writes the chart of [`plot_svg`] to `path` (which must end in `.svg`).
+pub fn write_plot(path: &Path, rules: Rules, pits: usize, levels: &[LevelStats]) -> Result<()> {
+    check_plot_path(path)?;
+    let svg = plot_svg(rules, pits, levels)?;
+    fs::write(path, svg).map_err(|e| Error::io(path, e))
+}
+
+const WON: RGBColor = RGBColor(44, 160, 44);
+const DRAWN: RGBColor = RGBColor(170, 170, 170);
+const LOST: RGBColor = RGBColor(214, 39, 40);
+const FONT: &str = "sans-serif";
+
+/// The colour scale of the heat map runs over shares `10^LOG_MIN ..= 1` on a log scale:
+/// the extreme values of a level are rare (a few positions in a million) but carry the
+/// shape of the game, which a linear scale would hide.
+const LOG_MIN: f64 = -5.0;
+
+/// Viridis, sampled at five points: dark for rare, yellow for common; readable in grey
+/// and by colour-blind readers.
+fn viridis(t: f64) -> RGBColor {
+    const STOPS: [(u8, u8, u8); 5] = [
+        (68, 1, 84),
+        (59, 82, 139),
+        (33, 145, 140),
+        (94, 201, 98),
+        (253, 231, 37),
+    ];
+    let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
+    let i = (t.floor() as usize).min(STOPS.len() - 2);
+    let f = t - i as f64;
+    let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// Position of a share (0..=1) on the colour scale.
+fn share_scale(share: f64) -> f64 {
+    (share.max(1e-300).log10() - LOG_MIN) / -LOG_MIN
+}
+
+/// "Awari" for `awari`.
+fn title_case(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// An SVG chart of the levels, readable on its own: a title naming the rules and board;
+/// top, the share of positions won, drawn and lost by the side to move per level
+/// (stacked bars, with a legend); bottom, a heat map of the share of each value per level
+/// (log colour scale, with its colour bar) and the mean value per level as a line.
+pub fn plot_svg(rules: Rules, pits: usize, levels: &[LevelStats]) -> Result<String> {
+    if levels.is_empty() {
+        return Err(Error::Input("no levels to plot".into()));
+    }
+    let mut svg = String::new();
+    draw(&mut svg, rules, pits, levels)
+        .map_err(|e| Error::Input(format!("drawing the chart: {e}")))?;
+    Ok(svg)
+}
+
+type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+fn draw(svg: &mut String, rules: Rules, pits: usize, levels: &[LevelStats]) -> DrawResult {
+    let (w, h) = (1000u32, 900u32);
+    let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = format!(
+        "{} 2x{pits}: outcome for the side to move by seeds on the board",
+        title_case(rules.name())
+    );
+    let root = root.titled(&title, (FONT, 26))?;
+    let (upper, lower) = root.split_vertically(360);
+    let side_width = 190;
+    let (bars_area, bars_side) = upper.split_horizontally(w - side_width);
+    let (map_area, map_side) = lower.split_horizontally(w - side_width);
+
+    let lo = levels.iter().map(|l| l.seeds).min().unwrap_or(0) as f64;
+    let hi = levels.iter().map(|l| l.seeds).max().unwrap_or(0) as f64;
+    let x_range = (lo - 0.5)..(hi + 0.5);
+    let x_labels = levels.len() + 1;
+    let x_desc = "level: seeds on the board";
+    // Levels and values are whole numbers: a tick between two (a chart of one or two
+    // levels) gets no label rather than a rounded duplicate.
+    let whole = |x: f64| (x - x.round()).abs() < 1e-9;
+    let level_label = |x: &f64| {
+        if whole(*x) {
+            format!("{x:.0}")
+        } else {
+            String::new()
+        }
+    };
+
+    // Top: won / drawn / lost stacked to 100%: lost from the bottom, won from the top.
+    let mut bars = ChartBuilder::on(&bars_area)
+        .caption(
+            "Share of the positions of each level won, drawn and lost by the side to move",
+            (FONT, 17),
+        )
+        .margin(10)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_range.clone(), 0f64..100f64)?;
+    bars.configure_mesh()
+        .disable_x_mesh()
+        .max_light_lines(0)
+        .x_labels(x_labels)
+        .x_label_formatter(&level_label)
+        .y_labels(11)
+        .y_label_formatter(&|y| format!("{y:.0}%"))
+        .x_desc(x_desc)
+        .y_desc("positions of the level")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()?;
+    for l in levels {
+        let x = l.seeds as f64;
+        let (lost, drawn) = (l.percent(l.lost()), l.percent(l.drawn()));
+        let parts = [
+            (0.0, lost, LOST),
+            (lost, lost + drawn, DRAWN),
+            (lost + drawn, 100.0, WON),
+        ];
+        for (y0, y1, colour) in parts {
+            if y1 > y0 {
+                bars.draw_series(std::iter::once(Rectangle::new(
+                    [(x - 0.38, y0), (x + 0.38, y1)],
+                    colour.filled(),
+                )))?;
+            }
+        }
+    }
+    let legend_font = (FONT, 15).into_font();
+    bars_side.draw(&Text::new("side to move:", (10, 60), legend_font.clone()))?;
+    for (i, (name, colour)) in [("won", WON), ("drawn", DRAWN), ("lost", LOST)]
+        .into_iter()
+        .enumerate()
+    {
+        let y = 90 + 28 * i as i32;
+        bars_side.draw(&Rectangle::new([(12, y), (30, y + 18)], colour.filled()))?;
+        bars_side.draw(&Text::new(name, (40, y + 2), legend_font.clone()))?;
+    }
+
+    // Bottom: heat map of value by level, mean value on top.
+    let top = hi.max(1.0);
+    let mut map = ChartBuilder::on(&map_area)
+        .caption(
+            "Distribution of the value (final margin for the side to move) in each level",
+            (FONT, 17),
+        )
+        .margin(10)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_range, (-top - 0.5)..(top + 0.5))?;
+    map.configure_mesh()
+        .disable_mesh()
+        .x_labels(x_labels)
+        .x_label_formatter(&level_label)
+        .y_labels((2 * top as usize + 1).min(17))
+        .y_label_formatter(&|y| match *y {
+            y if !whole(y) => String::new(),
+            0.0 => "0".into(),
+            y => format!("{y:+.0}"),
+        })
+        .x_desc(x_desc)
+        .y_desc("value (seeds)")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()?;
+    for l in levels {
+        let all = l.positions().max(1) as f64;
+        let x = l.seeds as f64;
+        map.draw_series(l.histogram().filter(|&(_, c)| c > 0).map(|(v, c)| {
+            let y = v as f64;
+            Rectangle::new(
+                [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                viridis(share_scale(c as f64 / all)).filled(),
+            )
+        }))?;
+    }
+    let means: Vec<(f64, f64)> = levels.iter().map(|l| (l.seeds as f64, l.mean())).collect();
+    let mean_style = ShapeStyle::from(&RED).stroke_width(2);
+    map.draw_series(std::iter::once(PathElement::new(means.clone(), mean_style)))?;
+    map.draw_series(
+        means
+            .iter()
+            .map(|&p| Circle::new(p, 3, ShapeStyle::from(&RED).filled())),
+    )?;
+
+    // The map's legend: the mean line, then the colour bar with decades marked.
+    map_side.draw(&PathElement::new(vec![(12, 60), (34, 60)], mean_style))?;
+    map_side.draw(&Circle::new((23, 60), 3, ShapeStyle::from(&RED).filled()))?;
+    map_side.draw(&Text::new("mean value", (42, 52), legend_font.clone()))?;
+    for (i, line) in [
+        "colour: share of",
+        "the level's positions",
+        "at that value",
+        "(log scale)",
+    ]
+    .iter()
+    .enumerate()
+    {
+        map_side.draw(&Text::new(
+            *line,
+            (10, 95 + 18 * i as i32),
+            legend_font.clone(),
+        ))?;
+    }
+    let (bar_top, bar_bottom) = (180i32, 440i32);
+    let steps = 64;
+    for s in 0..steps {
+        let y0 = bar_bottom - (bar_bottom - bar_top) * (s + 1) / steps;
+        let y1 = bar_bottom - (bar_bottom - bar_top) * s / steps;
+        let t = (s as f64 + 0.5) / steps as f64;
+        map_side.draw(&Rectangle::new([(12, y0), (36, y1)], viridis(t).filled()))?;
+    }
+    map_side.draw(&Rectangle::new(
+        [(12, bar_top), (36, bar_bottom)],
+        ShapeStyle::from(&BLACK),
+    ))?;
+    let tick_font = (FONT, 13).into_font();
+    for d in 0..=(-LOG_MIN as i32) {
+        let y = bar_bottom - (bar_bottom - bar_top) * d / (-LOG_MIN as i32);
+        let share = 10f64.powi(LOG_MIN as i32 + d) * 100.0;
+        let mut label = String::new();
+        if share >= 1.0 {
+            write!(label, "{share:.0}%")?;
+        } else {
+            write!(label, "{}%", share)?;
+        }
+        if d == 0 {
+            label.insert_str(0, "≤ ");
+        }
+        map_side.draw(&PathElement::new(
+            vec![(36, y), (42, y)],
+            ShapeStyle::from(&BLACK),
+        ))?;
+        map_side.draw(&Text::new(label, (46, y - 7), tick_font.clone()))?;
+    }
+    map_side.draw(&Text::new(
+        "blank: no position",
+        (10, bar_bottom + 20),
+        tick_font,
+    ))?;
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_counts_every_byte() {
+        // More than one chunk, with a remainder, and negative values.
+        let values: Vec<u8> = (0..CHUNK as u64 * 2 + 7)
+            .map(|i| ((i % 7) as i8 - 3) as u8)
+            .collect();
+        let h = histogram(&values);
+        assert_eq!(h.iter().sum::<u64>(), values.len() as u64);
+        for v in -3i8..=3 {
+            let want = values.iter().filter(|&&b| b as i8 == v).count() as u64;
+            assert_eq!(h[v as u8 as usize], want, "value {v}");
+        }
+        let s = LevelStats::from_histogram(3, &h).unwrap();
+        assert_eq!(s.positions(), values.len() as u64);
+        assert_eq!(s.won() + s.drawn() + s.lost(), s.positions());
+        assert_eq!(s.max().unwrap().0, 3);
+        assert_eq!(s.min().unwrap().0, -3);
+        assert!(LevelStats::from_histogram(2, &h).is_err());
+    }
+
+    #[test]
+    fn derived_numbers() {
+        // Values -1, 0, 0, 2, 2, 2 in a level of 2 seeds.
+        let s = LevelStats {
+            seeds: 2,
+            counts: vec![0, 1, 2, 0, 3],
+        };
+        assert_eq!((s.won(), s.drawn(), s.lost()), (3, 2, 1));
+        assert!((s.mean() - 5.0 / 6.0).abs() < 1e-12);
+        assert_eq!(s.max(), Some((2, 3)));
+        assert_eq!(s.min(), Some((-1, 1)));
+        assert_eq!(s.count(-2), 0);
+        assert_eq!(s.count(7), 0);
+        let t = LevelStats::total(&[
+            s.clone(),
+            LevelStats {
+                seeds: 0,
+                counts: vec![1],
+            },
+        ]);
+        assert_eq!(t.seeds, 2);
+        assert_eq!(t.counts, vec![0, 1, 3, 0, 3]);
+    }
+
+    #[test]
+    fn plot_paths() {
+        assert!(check_plot_path(Path::new("a/b.svg")).is_ok());
+        assert!(check_plot_path(Path::new("b.SVG")).is_ok());
+        let e = check_plot_path(Path::new("b.png")).unwrap_err().to_string();
+        assert!(e.contains("only SVG"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+}
