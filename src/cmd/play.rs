@@ -144,7 +144,7 @@ pub fn cmd_play(opts: PlayOptions) -> anyhow::Result<()> {
         write!(out, "{}", drawing(&game))?;
         writeln!(out, "game over: {}.", end.why)?;
         write!(out, "{}", summary(&game)?)?;
-    } else {
+    } else if game.moves().iter().any(|m| m.side == Side::Me) {
         write!(out, "{}", lessons(&game))?;
     }
     out.flush()?;
