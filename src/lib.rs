@@ -21,13 +21,16 @@
 //! The stages follow the data: [`rules`] (board, moves, un-moves) -> [`index`] (ranking)
 //! -> [`table`] (level files) -> [`solve`] (one level) -> [`build`] (all levels) ->
 //! [`query`] (probing) -> [`verify`] (checking a built database), with [`reference`] (an
-//! independent solver) and [`variants`] (the start positions of small boards).
+//! independent solver) and [`variants`] (the start positions of small boards). Levels can
+//! also be packed ([`pack`], with the value model of [`model`]) and read either way
+//! through [`store`].
 
 pub mod bench;
 pub mod build;
 pub mod error;
 pub mod export;
 pub mod index;
+pub mod model;
 pub mod pack;
 pub mod query;
 pub mod reference;
