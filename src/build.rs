@@ -118,8 +118,11 @@ pub fn build(
         let found = if opts.force {
             Ok(None)
         } else {
-            LevelData::open(&dir, &want, Check::HeaderOnly)
-                .and_then(|l| l.map(LevelData::into_checked_values).transpose())
+            LevelData::open(&dir, &want, Check::HeaderOnly).and_then(|l| {
+                // A pack with the exit model is resolved against the levels below.
+                let below: Vec<&[u8]> = done.levels.iter().map(Values::bytes).collect();
+                l.map(|l| l.into_checked_values(&below)).transpose()
+            })
         };
         match found {
             Ok(None) => {}

@@ -13,9 +13,10 @@ use memmap2::Mmap;
 use crate::build::{db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::model::Model;
 use crate::pack::{pack_payload, packed_path, PackOptions, TmpFile};
 use crate::rules::Rules;
-use crate::store::{level_exists, list_levels, LevelData};
+use crate::store::{has_exit_model, level_exists, list_levels, LevelData, LevelStack, Values};
 use crate::table::{level_path, Check, LevelWriter};
 
 /// The file of level `n` in a folder of Romein-Bal files.
@@ -79,18 +80,26 @@ pub fn export(
         )));
     }
     fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    // Levels packed with the exit model are read with the values of the levels below.
+    let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;
     let mut done = Vec::new();
     for n in levels {
         let level = LevelData::open(&dir, &expect(rules, &index, n), Check::HeaderOnly)?
             .expect("listed level exists");
-        // A raw level is checked here, a packed one block by block as it decompresses.
-        if !level.is_packed() {
-            level.check_checksum()?;
+        if level.model() == Model::Exits {
+            stack.load_below(n).map_err(|e| {
+                Error::Input(format!(
+                    "level {n} is packed with the exit model and needs the levels below it: {e}"
+                ))
+            })?;
         }
-        let payload = level.payload()?;
+        // Every checksum checked: a raw level's here, a packed one's blocks and payload
+        // as it decompresses.
+        let values = level.into_checked_values(&stack.below(n))?;
+        let payload = values.bytes();
         let path = scores_path(out, n);
         let mut f = TmpFile::create(&path)?;
-        f.write(&payload)?;
+        f.write(payload)?;
         f.finish(&[])?;
         let t = Transfer {
             seeds: n,
@@ -98,6 +107,7 @@ pub fn export(
             bytes: payload.len() as u64,
             path,
         };
+        stack.offer(n, values);
         report(&t);
         done.push(t);
     }
@@ -147,6 +157,7 @@ pub fn import(
         )));
     }
     let dir = db_dir(root, rules, pits);
+    let exits = opts.pack.is_some_and(|p| p.model == Model::Exits);
     // Check everything first, so that a bad file leaves the database as it was.
     let mut maps = Vec::new();
     for &n in &found {
@@ -185,15 +196,31 @@ pub fn import(
                 dir.display()
             )));
         }
+        if exits {
+            if let Some(m) =
+                (0..n).find(|m| found.binary_search(m).is_err() && !level_exists(&dir, *m))
+            {
+                return Err(Error::Input(format!(
+                    "packing level {n} with the exit model needs level {m}, which is neither imported nor in {}; import it too, or pack with --model plain",
+                    dir.display()
+                )));
+            }
+        }
         maps.push((n, map));
     }
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // With the exit model: the values of the levels below each one packed, imported (in
+    // increasing order) or read from the database.
+    let mut stack = LevelStack::new(&dir, rules, pits, exits)?;
     let mut done = Vec::new();
     for (n, map) in maps {
         let (path, other) = match &opts.pack {
             Some(p) => {
                 let path = packed_path(&dir, n);
-                pack_payload(&path, rules, pits, n, &map, p)?;
+                if exits {
+                    stack.load_below(n)?;
+                }
+                pack_payload(&path, rules, pits, n, &map, p, &stack.below(n))?;
                 (path, level_path(&dir, n))
             }
             None => {
@@ -215,6 +242,7 @@ pub fn import(
             path,
             bytes,
         };
+        stack.offer(n, Values::File(map));
         report(&t);
         done.push(t);
     }

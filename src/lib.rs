@@ -21,14 +21,17 @@
 //! The stages follow the data: [`rules`] (board, moves, un-moves) -> [`index`] (ranking)
 //! -> [`table`] (level files) -> [`solve`] (one level) -> [`build`] (all levels) ->
 //! [`query`] (probing) -> [`verify`] (checking a built database), with [`reference`] (an
-//! independent solver), [`variants`] (the start positions of small boards) and [`stats`]
-//! (the distribution of values per level, and its chart).
+//! independent solver), [`variants`] (the start positions of small boards), [`stats`]
+//! (the distribution of values per level, and its chart) and [`play`] (a game against the
+//! database). Levels can also be packed ([`pack`], with the value model of [`model`]) and
+//! read either way through [`store`].
 
 pub mod bench;
 pub mod build;
 pub mod error;
 pub mod export;
 pub mod index;
+pub mod model;
 pub mod pack;
 pub mod play;
 pub mod query;

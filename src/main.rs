@@ -219,6 +219,11 @@ enum Command {
         /// (it decompresses one block), larger ones compress a little better.
         #[arg(long, default_value_t = awari::pack::DEFAULT_BLOCK, value_parser = clap::value_parser!(u32).range(1024..=1 << 24))]
         block_size: u32,
+        /// What the blocks hold: 'exits' stores what the captures do not already say
+        /// (about 1.27 times smaller; needs the levels below, and a probe reads them
+        /// too), 'plain' the values themselves.
+        #[arg(long, default_value = "exits")]
+        model: awari::model::Model,
         /// Remove each raw level once its pack is written and checked against it
         /// (default: keep both; the raw file is read when both are present).
         #[arg(long)]
@@ -278,6 +283,10 @@ enum Command {
         /// zstd compression level with --pack, 1..=22.
         #[arg(long, default_value_t = awari::pack::DEFAULT_ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
         level_of_compression: i32,
+        /// Value model with --pack (see `pack --help`); 'exits' needs every level below
+        /// each one imported, imported too or already in the database.
+        #[arg(long, default_value = "exits")]
+        model: awari::model::Model,
         /// Replace levels already in the database (default: refuse).
         #[arg(long)]
         force: bool,
@@ -368,12 +377,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             all: _,
             level_of_compression,
             block_size,
+            model,
             remove_raw,
             threads,
         } => cmd_pack(
             db,
             level,
-            (level_of_compression, block_size),
+            awari::pack::PackOptions {
+                zstd_level: level_of_compression,
+                block: block_size,
+                model,
+            },
             remove_raw,
             threads,
         ),
@@ -397,12 +411,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             db,
             pack,
             level_of_compression,
+            model,
             force,
             threads,
         } => cmd_import(
             from,
             db,
-            pack.then_some(level_of_compression),
+            pack.then_some(awari::pack::PackOptions {
+                zstd_level: level_of_compression,
+                model,
+                ..Default::default()
+            }),
             force,
             threads,
         ),

@@ -2,12 +2,18 @@
 //! values, each block compressed on its own with zstd, so that a probe decompresses one
 //! block and a damaged byte is found and named by its block.
 //!
+//! What the blocks hold depends on the value model (byte 52, [`crate::model`]): the
+//! values themselves (`plain`), or bytes from which the values come back with the lower
+//! levels' values (`exits`, the default: about 1.27 times smaller). Either way the payload
+//! checksum is that of the true values, the same number as in the raw level's header, and
+//! a block checksum is that of the block's bytes as they decompress.
+//!
 //! Layout (little-endian):
 //!
 //! | bytes           | field |
 //! |-----------------|-------|
 //! | 0..8            | magic `AWARIPK\0` |
-//! | 8..12           | format version (1) |
+//! | 8..12           | format version (2; version 1 files have no model byte and read as `plain`) |
 //! | 12              | rule set (0 awari, 1 oware) |
 //! | 13              | pits per side P |
 //! | 14              | index scheme (1 = Romein-Bal order, DESIGN section 3) |
@@ -15,18 +21,19 @@
 //! | 16..20          | seeds n (the level) |
 //! | 20..24          | values per block `S` (the last block may be shorter) |
 //! | 24..32          | positions |
-//! | 32..40          | payload checksum: XXH3-64 of the uncompressed payload, the same number as in the raw level's header |
+//! | 32..40          | payload checksum: XXH3-64 of the level's true values in index order, the same number as in the raw level's header |
 //! | 40..48          | block count `B` |
 //! | 48..52          | zstd level used (informational) |
-//! | 52..56          | zero |
+//! | 52              | value model: 0 plain, 1 exits (version 2; zero in version 1) |
+//! | 53..56          | zero |
 //! | 56..64          | table checksum: XXH3-64 of bytes 0..56 followed by the block table |
-//! | 64..            | block table: `B + 1` file offsets (block `b` is bytes `off[b]..off[b+1]`, `off[B]` is the file length), then `B` block checksums (XXH3-64 of the uncompressed block) |
+//! | 64..            | block table: `B + 1` file offsets (block `b` is bytes `off[b]..off[b+1]`, `off[B]` is the file length), then `B` block checksums (XXH3-64 of the block's bytes as stored, i.e. decompressed but not resolved) |
 //! | `off[0]`..      | the blocks, each one zstd frame |
 //!
 //! Like a raw level, a pack is written under a temporary name and renamed into place once
-//! complete and synced, and holds nothing host- or time-dependent: blocks are compressed
-//! independently (in parallel) at a fixed level, so the same level packs to the same bytes
-//! with any number of threads.
+//! complete and synced, and holds nothing host- or time-dependent: blocks are filled and
+//! compressed independently (in parallel) at a fixed level, so the same level packs to
+//! the same bytes with any number of threads.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
@@ -38,14 +45,18 @@ use rayon::prelude::*;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::model::{fill_block, resolve_level, Model};
 use crate::rules::Rules;
+use crate::store::{LevelStack, Values};
 use crate::table::{
     checksum, level_path, Check, Expect, Header, Level, LevelWriter, INDEX_ROMEIN_BAL,
     PAYLOAD_OFFSET,
 };
 
 pub const MAGIC: [u8; 8] = *b"AWARIPK\0";
-pub const VERSION: u32 = 1;
+/// The version written. Version 1 (no model byte) is still read, as [`Model::Plain`].
+pub const VERSION: u32 = 2;
 const HEADER_LEN: usize = 64;
 /// Values per block by default: 16 KiB. A probe that misses the cache decompresses one
 /// block: on level 21 (2 cores, loaded) the median probe took 34 us with 16 KiB blocks,
@@ -71,6 +82,8 @@ pub struct PackOptions {
     pub zstd_level: i32,
     /// Values per block.
     pub block: u32,
+    /// What the blocks hold.
+    pub model: Model,
 }
 
 impl Default for PackOptions {
@@ -78,6 +91,7 @@ impl Default for PackOptions {
         PackOptions {
             zstd_level: DEFAULT_ZSTD_LEVEL,
             block: DEFAULT_BLOCK,
+            model: Model::default(),
         }
     }
 }
@@ -90,6 +104,7 @@ pub struct PackHeader {
     pub block: u32,
     pub blocks: u64,
     pub zstd_level: i32,
+    pub model: Model,
 }
 
 impl PackHeader {
@@ -112,9 +127,23 @@ impl PackHeader {
         h[32..40].copy_from_slice(&l.checksum.to_le_bytes());
         h[40..48].copy_from_slice(&self.blocks.to_le_bytes());
         h[48..52].copy_from_slice(&self.zstd_level.to_le_bytes());
+        h[52] = self.model.code();
         let sum = table_checksum(&h[0..56], table);
         h[56..64].copy_from_slice(&sum.to_le_bytes());
         h
+    }
+
+    /// The value model named by the first bytes of a packed file, unchecked (a hint for
+    /// what to keep in memory; opening the file checks it).
+    pub fn peek_model(head: &[u8]) -> Option<Model> {
+        if head.len() < HEADER_LEN || head[0..8] != MAGIC {
+            return None;
+        }
+        match u32::from_le_bytes(head[8..12].try_into().unwrap()) {
+            1 => Some(Model::Plain),
+            VERSION => Model::from_code(head[52]),
+            _ => None,
+        }
     }
 
     /// Decodes the header of a packed file (`file` is the whole file); the error says
@@ -133,9 +162,9 @@ impl PackHeader {
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
         let version = u32_at(8);
-        if version != VERSION {
+        if version != 1 && version != VERSION {
             return Err(format!(
-                "packed format version {version}, this tool reads version {VERSION}"
+                "packed format version {version}, this tool reads versions 1 and {VERSION}"
             ));
         }
         let (block, positions, blocks) = (u32_at(20), u64_at(24), u64_at(40));
@@ -162,6 +191,12 @@ impl PackHeader {
             return Err(format!("unknown index scheme {}", h[14]));
         }
         let rules = Rules::from_code(h[12]).ok_or_else(|| format!("unknown rule set {}", h[12]))?;
+        // Version 1 had no model: its values are stored as they are.
+        let model = if version == 1 {
+            Model::Plain
+        } else {
+            Model::from_code(h[52]).ok_or_else(|| format!("unknown value model {}", h[52]))?
+        };
         Ok(PackHeader {
             level: Header {
                 rules,
@@ -173,6 +208,7 @@ impl PackHeader {
             block,
             blocks,
             zstd_level: u32_at(48) as i32,
+            model,
         })
     }
 }
@@ -192,7 +228,10 @@ pub struct BlockProblem {
 }
 
 /// An open packed level: the file memory-mapped, blocks decompressed when a probe needs
-/// them and kept in a small cache.
+/// them and kept in a small cache. What it stores is a value only with [`Model::Plain`]:
+/// with [`Model::Exits`], [`PackedLevel::stored`] bytes become values through
+/// [`crate::query::Database::probe`], and whole levels through [`PackedLevel::decode_all`]
+/// given the lower levels' values.
 pub struct PackedLevel {
     path: PathBuf,
     header: PackHeader,
@@ -202,8 +241,9 @@ pub struct PackedLevel {
 
 impl PackedLevel {
     /// Opens the packed level at `path`, checking its header and block table against
-    /// `expect`, and with [`Check::Full`] every block and the payload checksum.
-    pub fn open(path: &Path, expect: &Expect, check: Check) -> Result<PackedLevel> {
+    /// `expect`. Blocks are checked as they are decompressed; the payload checksum by
+    /// [`PackedLevel::check_checksum`] (which, with the exit model, needs the lower levels).
+    pub fn open(path: &Path, expect: &Expect) -> Result<PackedLevel> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         // SAFETY: as for raw levels, packs are written once and renamed into place; a file
         // changed underneath is caught by the checksums.
@@ -217,9 +257,6 @@ impl PackedLevel {
             cache: Box::new(BlockCache::new()),
         };
         level.check_table()?;
-        if check == Check::Full {
-            level.check_checksum()?;
-        }
         Ok(level)
     }
 
@@ -274,6 +311,10 @@ impl PackedLevel {
 
     pub fn pack_header(&self) -> &PackHeader {
         &self.header
+    }
+
+    pub fn model(&self) -> Model {
+        self.header.model
     }
 
     pub fn path(&self) -> &Path {
@@ -341,9 +382,9 @@ impl PackedLevel {
         )
     }
 
-    /// The value of the position with index `i`, decompressing its block if it is not
-    /// in the cache.
-    pub fn value(&self, i: u64) -> Result<i8> {
+    /// The byte stored for the position with index `i`, decompressing its block if it is
+    /// not in the cache: its value with [`Model::Plain`], not with [`Model::Exits`].
+    pub fn stored(&self, i: u64) -> Result<i8> {
         let s = self.header.block as u64;
         let b = i / s;
         let at = (i % s) as usize;
@@ -360,6 +401,7 @@ impl PackedLevel {
 
     /// Decompresses every block (in parallel) into `out`, which must hold the whole
     /// payload, and returns the damaged blocks (their bytes as decompressed, or zero).
+    /// These are the stored bytes: [`PackedLevel::resolve`] makes them values.
     pub fn decode_into(&self, out: &mut [u8]) -> Vec<BlockProblem> {
         assert_eq!(out.len() as u64, self.header.level.positions);
         let mut problems: Vec<BlockProblem> = out
@@ -378,18 +420,42 @@ impl PackedLevel {
         problems
     }
 
-    /// The whole payload, every block and the payload checksum checked.
-    pub fn decode_all(&self) -> Result<Vec<u8>> {
+    /// Turns the stored bytes of the whole level (from [`PackedLevel::decode_into`]) into
+    /// its values, in place: nothing to do with [`Model::Plain`]; with [`Model::Exits`],
+    /// `below[m]` must hold the values of every level `m < n`.
+    pub fn resolve(&self, below: &[&[u8]], values: &mut [u8]) -> Result<()> {
+        let h = &self.header.level;
+        if self.header.model == Model::Plain {
+            return Ok(());
+        }
+        let n = h.seeds;
+        if below.len() < n {
+            return Err(Error::Input(format!(
+                "level {n} is packed with the exit model: reading it whole needs levels 0..{n}, {} given",
+                below.len()
+            )));
+        }
+        let index = Index::new(h.pits, n).map_err(|e| Error::bad(&self.path, e))?;
+        resolve_level(h.rules, &index, n, &below[..n], values);
+        Ok(())
+    }
+
+    /// The level's values: every block decompressed and checked, resolved against
+    /// `below` (the values of the levels below; ignored with [`Model::Plain`]), then the
+    /// payload checksum checked.
+    pub fn decode_all(&self, below: &[&[u8]]) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.header.level.positions as usize];
         if let Some(p) = self.decode_into(&mut out).first() {
             return Err(self.block_error(p));
         }
+        self.resolve(below, &mut out)?;
         self.check_payload(&out)
             .map_err(|p| Error::bad(&self.path, p))?;
         Ok(out)
     }
 
-    /// Compares the checksum of a decompressed payload with the header.
+    /// Compares the checksum of the level's values (decompressed and resolved) with the
+    /// header.
     pub fn check_payload(&self, payload: &[u8]) -> std::result::Result<(), String> {
         let got = checksum(payload);
         if got != self.header.level.checksum {
@@ -401,9 +467,10 @@ impl PackedLevel {
         Ok(())
     }
 
-    /// Decompresses every block and checks the block and payload checksums.
-    pub fn check_checksum(&self) -> Result<()> {
-        self.decode_all().map(drop)
+    /// Decompresses every block and checks the block and payload checksums (`below` as
+    /// in [`PackedLevel::decode_all`]).
+    pub fn check_checksum(&self, below: &[&[u8]]) -> Result<()> {
+        self.decode_all(below).map(drop)
     }
 }
 
@@ -455,7 +522,9 @@ impl BlockCache {
 }
 
 /// Packs `payload` (a level's values in index order) into `path`, written under a
-/// temporary name and renamed into place. Returns the header written.
+/// temporary name and renamed into place. With [`Model::Exits`], `below[m]` must hold the
+/// values of every level `m < seeds` (it is not read with [`Model::Plain`]). Returns the
+/// header written.
 pub fn pack_payload(
     path: &Path,
     rules: Rules,
@@ -463,10 +532,21 @@ pub fn pack_payload(
     seeds: usize,
     payload: &[u8],
     opts: &PackOptions,
+    below: &[&[u8]],
 ) -> Result<PackHeader> {
     if opts.block == 0 {
         return Err(Error::Input("the block size must be at least 1".into()));
     }
+    let index = match opts.model {
+        Model::Plain => None,
+        Model::Exits if below.len() < seeds => {
+            return Err(Error::Input(format!(
+                "packing level {seeds} with the exit model needs levels 0..{seeds}, {} given",
+                below.len()
+            )))
+        }
+        Model::Exits => Some(Index::new(pits, seeds).map_err(Error::Input)?),
+    };
     let positions = payload.len() as u64;
     let blocks = positions.div_ceil(opts.block as u64);
     let header = PackHeader {
@@ -480,6 +560,7 @@ pub fn pack_payload(
         block: opts.block,
         blocks,
         zstd_level: opts.zstd_level,
+        model: opts.model,
     };
     let mut file = TmpFile::create(path)?;
     let table_len = PackHeader::table_len(blocks);
@@ -487,11 +568,25 @@ pub fn pack_payload(
     let mut sums = Vec::with_capacity(blocks as usize);
     let mut at = (HEADER_LEN + table_len) as u64;
     file.write(&vec![0u8; HEADER_LEN + table_len])?;
-    let chunks: Vec<&[u8]> = payload.chunks(opts.block as usize).collect();
-    for batch in chunks.chunks(WRITE_BATCH) {
+    let block = opts.block as usize;
+    let chunks: Vec<&[u8]> = payload.chunks(block).collect();
+    for (k, batch) in chunks.chunks(WRITE_BATCH).enumerate() {
         let packed: Vec<(Vec<u8>, u64)> = batch
             .par_iter()
-            .map(|c| zstd::bulk::compress(c, opts.zstd_level).map(|z| (z, xxh3_64(c))))
+            .enumerate()
+            // One fill buffer per task: the block's stored bytes under the exit model.
+            .map_init(Vec::new, |buf, (j, c)| {
+                let stored = match &index {
+                    None => *c,
+                    Some(index) => {
+                        buf.resize(c.len(), 0);
+                        let start = ((k * WRITE_BATCH + j) * block) as u64;
+                        fill_block(rules, index, seeds, &below[..seeds], start, c, buf);
+                        &buf[..]
+                    }
+                };
+                zstd::bulk::compress(stored, opts.zstd_level).map(|z| (z, xxh3_64(stored)))
+            })
             .collect::<std::io::Result<_>>()
             .map_err(|e| Error::Input(format!("zstd: {e}")))?;
         for (z, sum) in packed {
@@ -520,22 +615,25 @@ pub struct PackReport {
     pub raw_bytes: u64,
     /// Size of the packed level file.
     pub packed_bytes: u64,
+    pub model: Model,
     pub seconds: f64,
 }
 
-/// Packs the raw level `expect.seeds` of `dir` (its checksum checked first) into a packed
-/// file beside it. With `remove_raw`, the pack is decompressed and compared with the raw
-/// level before the raw file is removed.
+/// Packs the raw level `n` of the database of `levels` (its checksum checked first) into
+/// a packed file beside it. With [`Model::Exits`], the levels below are read through
+/// `levels` (which keeps them for the next level up). With `remove_raw`, the pack is
+/// decompressed and compared with the raw level before the raw file is removed.
 pub fn pack_level(
-    dir: &Path,
-    expect: &Expect,
+    levels: &mut LevelStack,
+    n: usize,
     opts: &PackOptions,
     remove_raw: bool,
 ) -> Result<PackReport> {
     let t0 = std::time::Instant::now();
-    let n = expect.seeds;
-    let raw_path = level_path(dir, n);
-    let out = packed_path(dir, n);
+    let dir = levels.dir().to_path_buf();
+    let expect = levels.expect(n);
+    let raw_path = level_path(&dir, n);
+    let out = packed_path(&dir, n);
     if !raw_path.exists() {
         return Err(Error::Input(if out.exists() {
             format!(
@@ -547,12 +645,21 @@ pub fn pack_level(
             format!("level {n} is not in {}", dir.display())
         }));
     }
-    let raw = Level::open(&raw_path, expect, Check::Full)?;
+    let raw = Level::open(&raw_path, &expect, Check::Full)?;
+    if opts.model == Model::Exits {
+        levels.load_below(n).map_err(|e| {
+            Error::Input(format!(
+                "packing level {n} with the exit model needs the levels below it: {e}; `--model plain` packs it alone"
+            ))
+        })?;
+    }
+    let below = levels.below(n);
     let h = raw.header();
-    pack_payload(&out, h.rules, h.pits, h.seeds, raw.bytes(), opts)?;
-    let packed = PackedLevel::open(&out, expect, Check::HeaderOnly)?;
-    if remove_raw {
-        if packed.decode_all()? != raw.bytes() {
+    pack_payload(&out, h.rules, h.pits, h.seeds, raw.bytes(), opts, &below)?;
+    let packed = PackedLevel::open(&out, &expect)?;
+    let values = if remove_raw {
+        let values = packed.decode_all(&below)?;
+        if values != raw.bytes() {
             return Err(Error::bad(
                 &out,
                 "the pack does not decompress to the raw level; raw level kept",
@@ -560,23 +667,30 @@ pub fn pack_level(
         }
         drop(raw);
         fs::remove_file(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
-    }
+        Values::Owned(values.into_boxed_slice())
+    } else {
+        Values::Mapped(raw)
+    };
+    drop(below);
+    levels.offer(n, values);
     Ok(PackReport {
         seeds: n,
         positions: expect.positions,
         raw_bytes: (PAYLOAD_OFFSET as u64) + expect.positions,
         packed_bytes: packed.file_len(),
+        model: opts.model,
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
 
-/// Restores the raw level `expect.seeds` of `dir` from its pack, byte for byte (every
-/// block and the payload checksum checked). With `remove_packed`, the pack is removed
-/// once the raw level is in place.
-pub fn unpack_level(dir: &Path, expect: &Expect, remove_packed: bool) -> Result<PackReport> {
+/// Restores the raw level `n` of the database of `levels` from its pack, byte for byte
+/// (every block and the payload checksum checked; with [`Model::Exits`] the levels below
+/// are read through `levels`). With `remove_packed`, the pack is removed once the raw
+/// level is in place.
+pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> Result<PackReport> {
     let t0 = std::time::Instant::now();
-    let n = expect.seeds;
-    let path = packed_path(dir, n);
+    let dir = levels.dir().to_path_buf();
+    let path = packed_path(&dir, n);
     if !path.exists() {
         return Err(Error::Input(format!(
             "level {n} has no packed file in {} ({} not found)",
@@ -584,22 +698,42 @@ pub fn unpack_level(dir: &Path, expect: &Expect, remove_packed: bool) -> Result<
             path.display()
         )));
     }
-    let packed = PackedLevel::open(&path, expect, Check::HeaderOnly)?;
-    let payload = packed.decode_all()?;
+    let packed = PackedLevel::open(&path, &levels.expect(n))?;
+    if packed.model() == Model::Exits {
+        levels.load_below(n).map_err(|e| {
+            Error::Input(format!(
+                "level {n} is packed with the exit model and needs the levels below it: {e}"
+            ))
+        })?;
+    }
+    let payload = packed.decode_all(&levels.below(n))?;
     let h = *packed.header();
-    let mut w = LevelWriter::create(&level_path(dir, n), h.rules, h.pits, h.seeds, h.positions)?;
+    let raw_path = level_path(&dir, n);
+    let mut w = LevelWriter::create(&raw_path, h.rules, h.pits, h.seeds, h.positions)?;
     w.write(&payload)?;
     w.finish()?;
-    let packed_bytes = packed.file_len();
+    drop(payload);
+    let (packed_bytes, model) = (packed.file_len(), packed.model());
     drop(packed);
     if remove_packed {
         fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+    }
+    if levels.wants(n) {
+        levels.offer(
+            n,
+            Values::Mapped(Level::open(
+                &raw_path,
+                &levels.expect(n),
+                Check::HeaderOnly,
+            )?),
+        );
     }
     Ok(PackReport {
         seeds: n,
         positions: h.positions,
         raw_bytes: (PAYLOAD_OFFSET as u64) + h.positions,
         packed_bytes,
+        model,
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
@@ -683,54 +817,160 @@ mod tests {
         }
     }
 
+    fn plain(block: u32) -> PackOptions {
+        PackOptions {
+            zstd_level: 3,
+            block,
+            model: Model::Plain,
+        }
+    }
+
     #[test]
     fn pack_probe_damage_and_truncation() {
         let dir = tempfile::tempdir().unwrap();
         let path = packed_path(dir.path(), 9);
         let payload: Vec<u8> = (0..10_000u32).map(|i| (i % 7 + i / 1000) as u8).collect();
-        let opts = PackOptions {
-            zstd_level: 3,
-            block: 1000,
-        };
-        let h = pack_payload(&path, Rules::Awari, 6, 9, &payload, &opts).unwrap();
+        let opts = plain(1000);
+        let h = pack_payload(&path, Rules::Awari, 6, 9, &payload, &opts, &[]).unwrap();
         assert_eq!(h.blocks, 10);
         let first = fs::read(&path).unwrap();
-        let l = PackedLevel::open(&path, &expect(10_000), Check::Full).unwrap();
+        let l = PackedLevel::open(&path, &expect(10_000)).unwrap();
+        assert_eq!(l.model(), Model::Plain);
         for i in (0..10_000).step_by(37) {
-            assert_eq!(l.value(i).unwrap(), payload[i as usize] as i8);
+            assert_eq!(l.stored(i).unwrap(), payload[i as usize] as i8);
         }
-        assert_eq!(l.decode_all().unwrap(), payload);
+        assert_eq!(l.decode_all(&[]).unwrap(), payload);
         // Deterministic.
-        pack_payload(&path, Rules::Awari, 6, 9, &payload, &opts).unwrap();
+        pack_payload(&path, Rules::Awari, 6, 9, &payload, &opts, &[]).unwrap();
         assert_eq!(fs::read(&path).unwrap(), first);
         // Wrong expectation.
-        let e = PackedLevel::open(&path, &expect(9_999), Check::HeaderOnly)
-            .err()
-            .unwrap();
+        let e = PackedLevel::open(&path, &expect(9_999)).err().unwrap();
         assert!(e.to_string().contains("positions"), "{e}");
         // A flipped byte in the last block's data: named by level and block.
         let mut bad = first.clone();
         let n = bad.len();
         bad[n - 3] ^= 0x40;
         fs::write(&path, &bad).unwrap();
-        let l = PackedLevel::open(&path, &expect(10_000), Check::HeaderOnly).unwrap();
-        assert_eq!(l.value(5).unwrap(), payload[5] as i8);
-        let e = l.value(9_500).unwrap_err().to_string();
+        let l = PackedLevel::open(&path, &expect(10_000)).unwrap();
+        assert_eq!(l.stored(5).unwrap(), payload[5] as i8);
+        let e = l.stored(9_500).unwrap_err().to_string();
         assert!(e.contains("level 9, block 9 of 10"), "{e}");
-        let e = PackedLevel::open(&path, &expect(10_000), Check::Full)
-            .err()
-            .unwrap();
+        let e = l.check_checksum(&[]).err().unwrap();
         assert!(e.to_string().contains("block 9"), "{e}");
         // Truncated.
         fs::write(&path, &first[..n - 1]).unwrap();
-        let e = PackedLevel::open(&path, &expect(10_000), Check::HeaderOnly)
-            .err()
-            .unwrap();
+        let e = PackedLevel::open(&path, &expect(10_000)).err().unwrap();
         assert!(e.to_string().contains("truncated"), "{e}");
         fs::write(&path, &first[..100]).unwrap();
-        let e = PackedLevel::open(&path, &expect(10_000), Check::HeaderOnly)
-            .err()
-            .unwrap();
+        let e = PackedLevel::open(&path, &expect(10_000)).err().unwrap();
         assert!(e.to_string().contains("truncated"), "{e}");
+    }
+
+    /// Packs written before the model byte (version 1) read as plain.
+    #[test]
+    fn version_1_reads_as_plain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = packed_path(dir.path(), 9);
+        let payload: Vec<u8> = (0..5_000u32).map(|i| (i % 11) as u8).collect();
+        let h = pack_payload(&path, Rules::Awari, 6, 9, &payload, &plain(1024), &[]).unwrap();
+        let mut file = fs::read(&path).unwrap();
+        assert_eq!(file[8..12], 2u32.to_le_bytes());
+        // What version 1 wrote: version 1, bytes 52..56 zero, the table checksum over it.
+        file[8..12].copy_from_slice(&1u32.to_le_bytes());
+        file[52] = 0;
+        let table_end = HEADER_LEN + PackHeader::table_len(h.blocks);
+        let sum = table_checksum(&file[0..56], &file[HEADER_LEN..table_end]);
+        file[56..64].copy_from_slice(&sum.to_le_bytes());
+        fs::write(&path, &file).unwrap();
+        let l = PackedLevel::open(&path, &expect(5_000)).unwrap();
+        assert_eq!(l.model(), Model::Plain);
+        assert_eq!(l.stored(4_321).unwrap(), payload[4_321] as i8);
+        assert_eq!(l.decode_all(&[]).unwrap(), payload);
+        // An unknown model or version is refused with a one-line reason.
+        for (at, byte, want) in [(52, 7, "unknown value model 7"), (8, 3, "version 3")] {
+            let mut f = file.clone();
+            f[8..12].copy_from_slice(&2u32.to_le_bytes());
+            f[at] = byte;
+            let sum = table_checksum(&f[0..56], &f[HEADER_LEN..table_end]);
+            f[56..64].copy_from_slice(&sum.to_le_bytes());
+            fs::write(&path, &f).unwrap();
+            let e = PackedLevel::open(&path, &expect(5_000)).err().unwrap();
+            assert!(e.to_string().contains(want), "{e}");
+        }
+    }
+
+    /// Exit-model packs of solved levels: the stored bytes differ from the values, the
+    /// values come back whole with the levels below, and damage is named.
+    #[test]
+    fn exit_model_round_trip() {
+        use crate::solve::{solve_level, Lower};
+        use crate::store::LevelData;
+        struct Below(Vec<Vec<u8>>);
+        impl Lower for Below {
+            fn value(&self, seeds: usize, index: u64) -> i8 {
+                self.0[seeds][index as usize] as i8
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (rules, pits, top) = (Rules::Oware, 4, 11);
+        let index = Index::new(pits, top).unwrap();
+        let mut lower = Below(Vec::new());
+        let opts = PackOptions {
+            zstd_level: 3,
+            block: 1024,
+            model: Model::Exits,
+        };
+        for n in 0..=top {
+            let (state, _) = solve_level(rules, &index, n, &lower, None);
+            let truth: Vec<u8> = (0..state.len())
+                .map(|i| state.final_value(i) as u8)
+                .collect();
+            let below: Vec<&[u8]> = lower.0.iter().map(|v| v.as_slice()).collect();
+            let path = packed_path(dir.path(), n);
+            let want = crate::build::expect(rules, &index, n);
+            let h = pack_payload(&path, rules, pits, n, &truth, &opts, &below).unwrap();
+            assert_eq!(h.level.checksum, checksum(&truth));
+            let l = PackedLevel::open(&path, &want).unwrap();
+            assert_eq!(l.model(), Model::Exits);
+            assert_eq!(l.decode_all(&below).unwrap(), truth, "level {n}");
+            let mut stored = vec![0u8; truth.len()];
+            assert!(l.decode_into(&mut stored).is_empty());
+            if n == top {
+                assert_ne!(stored, truth);
+                // The same bytes with any number of threads.
+                let first = fs::read(&path).unwrap();
+                for threads in [1, 3] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    pool.install(|| pack_payload(&path, rules, pits, n, &truth, &opts, &below))
+                        .unwrap();
+                    assert_eq!(fs::read(&path).unwrap(), first, "{threads} threads");
+                }
+                // The levels below are needed, and a value alone is refused.
+                let e = l.decode_all(&below[..3]).unwrap_err().to_string();
+                assert!(
+                    e.contains("exit model") && e.contains("levels 0..11"),
+                    "{e}"
+                );
+                let e = LevelData::Packed(l).value(0).unwrap_err().to_string();
+                assert!(e.contains("exit model"), "{e}");
+                // A flipped byte in the last block: named by level and block.
+                let mut bad = fs::read(&path).unwrap();
+                let len = bad.len();
+                bad[len - 5] ^= 0x08;
+                fs::write(&path, &bad).unwrap();
+                let l = PackedLevel::open(&path, &want).unwrap();
+                let blocks = truth.len().div_ceil(1024);
+                let e = l.decode_all(&below).unwrap_err().to_string();
+                assert!(
+                    e.contains(&format!("level {n}, block {} of {blocks}", blocks - 1)),
+                    "{e}"
+                );
+            }
+            drop(below);
+            lower.0.push(truth);
+        }
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::build::{build_command, db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::model::{bound_of, Bound, Model};
 use crate::rules::{legal_moves, Board, Move, Rules};
 use crate::store::LevelData;
 use crate::table::{level_path, Check};
@@ -110,7 +111,8 @@ impl Database {
     }
 
     /// Level `n`, raw or packed, opened and checked on first use: a raw level's payload
-    /// checksum at once, a packed level's blocks as probes decompress them.
+    /// checksum at once, a packed level's blocks as probes decompress them. What a packed
+    /// level stores may need the lower levels to become values: ask [`Database::probe`].
     pub fn level(&self, n: usize) -> Result<&LevelData> {
         let cell = self.levels.get(n).ok_or_else(|| {
             Error::Input(format!("{n} seeds: more than this board size supports"))
@@ -118,13 +120,8 @@ impl Database {
         if let Some(l) = cell.get() {
             return Ok(l);
         }
-        let check = if level_path(&self.dir, n).exists() {
-            Check::Full
-        } else {
-            Check::HeaderOnly
-        };
         let want = expect(self.rules, &self.index, n);
-        let Some(level) = LevelData::open(&self.dir, &want, check)? else {
+        let Some(level) = LevelData::open(&self.dir, &want, Check::Full)? else {
             return Err(Error::MissingLevel {
                 seeds: n,
                 rules: self.rules,
@@ -178,10 +175,29 @@ impl Database {
     pub fn probe(&self, board: &Board) -> Result<i8> {
         self.check_board(board)?;
         if board.is_stored() {
-            let n = board.seeds();
-            return self.level(n)?.value(self.index.rank(board));
+            return self.stored_value(board);
         }
         Ok(self.analyze(board)?.value)
+    }
+
+    /// The value of a stored position. A level packed with the exit model stores a byte
+    /// that becomes the value with the position's best capture (see [`crate::model`]):
+    /// its children are probed here, recursively (each capture lowers the level by two
+    /// or more seeds, so the recursion is at most `n / 2` deep).
+    fn stored_value(&self, board: &Board) -> Result<i8> {
+        let n = board.seeds();
+        let level = self.level(n)?;
+        let i = self.index.rank_in(board, n);
+        if level.model() == Model::Plain {
+            return level.value(i);
+        }
+        let bound = bound_of(board, self.rules, n, |child| self.stored_value(child))
+            .map_err(|e| self.needs(e, n))?;
+        match bound {
+            // The stored byte says nothing: do not decompress its block.
+            Bound::Exact(v) => Ok(v),
+            b => Ok(b.resolve(level.stored(i)?)),
+        }
     }
 
     /// The value of a position and of each of its legal moves.
@@ -215,11 +231,10 @@ impl Database {
         };
         let stored = board.is_stored();
         if stored {
-            let level = self.level(n)?;
-            let v = level.value(self.index.rank(board))?;
+            let v = self.stored_value(board)?;
             if v != value {
                 return Err(Error::bad(
-                    level.path(),
+                    self.level(n)?.path(),
                     format!(
                         "inconsistent: position {board} is stored as {v} but its moves give {value}; run `awari verify`"
                     ),

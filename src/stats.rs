@@ -17,8 +17,9 @@ use rayon::prelude::*;
 use crate::build::{build_command, db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::model::Model;
 use crate::rules::Rules;
-use crate::store::{level_exists, LevelData};
+use crate::store::{has_exit_model, level_exists, LevelData, LevelStack};
 use crate::table::Check;
 use crate::verify::present_levels;
 
@@ -219,16 +220,22 @@ pub fn database_stats(
         return Err(missing(n));
     }
     let mut out = Vec::with_capacity(range.clone().count());
+    // Levels packed with the exit model are read with the values of the levels below.
+    let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;
     for n in range.clone() {
         let want = expect(rules, &index, n);
         let Some(level) = LevelData::open(&dir, &want, Check::HeaderOnly)? else {
             return Err(missing(n));
         };
         let path = level.path().to_path_buf();
-        let values = level.into_checked_values()?;
+        if level.model() == Model::Exits {
+            stack.load_below(n)?;
+        }
+        let values = level.into_checked_values(&stack.below(n))?;
         let s = level_stats(n, values.bytes()).map_err(|e| Error::bad(&path, e))?;
         report(&s);
         out.push(s);
+        stack.offer(n, values);
     }
     Ok(out)
 }

@@ -2,20 +2,28 @@
 //! packed one ([`crate::pack`]). Raw and packed levels can mix in one folder; when both
 //! files of a level are present, the raw one is read.
 //!
-//! Two ways to read: [`LevelData::value`] for probes (a packed level decompresses the
+//! Two ways to read: [`LevelData::stored`] for probes (a packed level decompresses the
 //! block it needs, through a small cache), and [`Values`] for readers that touch a whole
 //! level at random (the builder, verify): a packed level is decompressed once, whole,
 //! into memory. A block takes tens of microseconds to decompress, so a cache in
 //! the solver's inner loop would cost far more than the memory it saves: the memory is
 //! the same as the pages a raw level's map brings in.
+//!
+//! A level packed with the exit model ([`crate::model`]) stores bytes that become values
+//! only with the values of the levels below: a probe resolves them in
+//! [`crate::query::Database`], a whole-level reader passes the lower levels' values
+//! (`below`) to [`LevelData::into_checked_values`], and [`LevelStack`] reads them
+//! bottom-up for readers that do not hold them already.
 
 use std::borrow::Cow;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::build::expect;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::pack::{packed_path, PackedLevel};
+use crate::model::Model;
+use crate::pack::{packed_path, PackHeader, PackedLevel};
 use crate::rules::Rules;
 use crate::table::{level_path, Check, Expect, Header, Level, PAYLOAD_OFFSET};
 
@@ -32,9 +40,10 @@ pub fn level_exists(dir: &Path, n: usize) -> bool {
 
 impl LevelData {
     /// Opens level `expect.seeds` in `dir`: the raw file if present, else the packed one;
-    /// `None` if there is neither. `check` applies as in [`Level::open`] and
-    /// [`PackedLevel::open`]; a packed level opened with [`Check::HeaderOnly`] still checks
-    /// each block when it decompresses it.
+    /// `None` if there is neither. `check` applies to a raw level as in [`Level::open`]; a
+    /// packed level's header and block table are checked, each block when it is
+    /// decompressed, and the payload checksum by [`LevelData::into_checked_values`] or
+    /// [`LevelData::check_checksum`].
     pub fn open(dir: &Path, expect: &Expect, check: Check) -> Result<Option<LevelData>> {
         let raw = level_path(dir, expect.seeds);
         if raw.exists() {
@@ -42,7 +51,7 @@ impl LevelData {
         }
         let packed = packed_path(dir, expect.seeds);
         if packed.exists() {
-            return PackedLevel::open(&packed, expect, check).map(|l| Some(LevelData::Packed(l)));
+            return PackedLevel::open(&packed, expect).map(|l| Some(LevelData::Packed(l)));
         }
         Ok(None)
     }
@@ -65,50 +74,85 @@ impl LevelData {
         matches!(self, LevelData::Packed(_))
     }
 
-    /// The value of the position with index `i`. Fails only on a damaged packed block
-    /// (the error names the level and the block).
+    /// How the level stores its values: [`Model::Plain`] for a raw level.
+    pub fn model(&self) -> Model {
+        match self {
+            LevelData::Raw(_) => Model::Plain,
+            LevelData::Packed(l) => l.model(),
+        }
+    }
+
+    /// The value of the position with index `i`, for a level that stores values
+    /// ([`Model::Plain`]). Fails on a damaged packed block (the error names the level and
+    /// the block), and on a level packed with the exit model, whose values need the lower
+    /// levels: probe it through [`crate::query::Database::probe`].
     #[inline]
     pub fn value(&self, i: u64) -> Result<i8> {
         match self {
             LevelData::Raw(l) => Ok(l.value(i)),
-            LevelData::Packed(l) => l.value(i),
+            LevelData::Packed(l) if l.model() == Model::Plain => l.stored(i),
+            LevelData::Packed(l) => Err(Error::bad(
+                l.path(),
+                format!(
+                    "level {} is packed with the exit model: its values need the lower levels (probe it through the database)",
+                    l.header().seeds
+                ),
+            )),
         }
     }
 
-    /// The whole payload: borrowed from a raw level's map, decompressed (and every block
-    /// checked) from a packed one.
-    pub fn payload(&self) -> Result<Cow<'_, [u8]>> {
+    /// The byte stored for the position with index `i`: its value unless the level is
+    /// packed with the exit model (see [`crate::model`]).
+    #[inline]
+    pub fn stored(&self, i: u64) -> Result<i8> {
+        match self {
+            LevelData::Raw(l) => Ok(l.value(i)),
+            LevelData::Packed(l) => l.stored(i),
+        }
+    }
+
+    /// The level's values: borrowed from a raw level's map, decompressed (every block and
+    /// the payload checksum checked) from a packed one. `below[m]` holds the values of
+    /// level `m`; only a level packed with the exit model reads them, and needs all of
+    /// `0..n`.
+    pub fn payload(&self, below: &[&[u8]]) -> Result<Cow<'_, [u8]>> {
         match self {
             LevelData::Raw(l) => Ok(Cow::Borrowed(l.bytes())),
-            LevelData::Packed(l) => l.decode_all().map(Cow::Owned),
+            LevelData::Packed(l) => l.decode_all(below).map(Cow::Owned),
         }
     }
 
-    /// Recomputes the payload checksum (and, packed, every block's) against the file.
-    pub fn check_checksum(&self) -> Result<()> {
+    /// Recomputes the payload checksum (and, packed, every block's) against the file;
+    /// `below` as in [`LevelData::payload`].
+    pub fn check_checksum(&self, below: &[&[u8]]) -> Result<()> {
         match self {
             LevelData::Raw(l) => l.check_checksum(),
-            LevelData::Packed(l) => l.check_checksum(),
+            LevelData::Packed(l) => l.check_checksum(below),
         }
     }
 
     /// The level for readers of the whole level, its payload checksum checked: a packed
-    /// one is decompressed in full (every block checked).
-    pub fn into_checked_values(self) -> Result<Values> {
+    /// one is decompressed in full (every block checked) and resolved against `below` (as
+    /// in [`LevelData::payload`]).
+    pub fn into_checked_values(self, below: &[&[u8]]) -> Result<Values> {
         match self {
             LevelData::Raw(l) => {
                 l.check_checksum()?;
                 Ok(Values::Mapped(l))
             }
-            LevelData::Packed(l) => l.decode_all().map(|v| Values::Owned(v.into_boxed_slice())),
+            LevelData::Packed(l) => l
+                .decode_all(below)
+                .map(|v| Values::Owned(v.into_boxed_slice())),
         }
     }
 }
 
-/// A whole level's values in memory: a raw level's map, or a packed level decompressed.
+/// A whole level's values in memory: a raw level's map, a packed level decompressed, or
+/// a bare payload file (a `scores.N` file being imported).
 pub enum Values {
     Mapped(Level),
     Owned(Box<[u8]>),
+    File(memmap2::Mmap),
 }
 
 impl Values {
@@ -118,8 +162,107 @@ impl Values {
         match self {
             Values::Mapped(l) => l.bytes(),
             Values::Owned(b) => b,
+            Values::File(m) => m,
         }
     }
+}
+
+/// The values of levels `0, 1, ...` of one database, read bottom-up, for whole-level
+/// readers of levels packed with the exit model, which need every level below. Raw
+/// levels are memory-mapped; packed ones are decompressed and resolved into memory.
+pub struct LevelStack {
+    dir: PathBuf,
+    rules: Rules,
+    index: Index,
+    levels: Vec<Values>,
+    keep: bool,
+}
+
+impl LevelStack {
+    /// The levels of the database in `dir`. `keep`: whether [`LevelStack::offer`] keeps
+    /// what it is offered (only worth the memory when an exit-model level will be read).
+    pub fn new(dir: &Path, rules: Rules, pits: usize, keep: bool) -> Result<LevelStack> {
+        let max = Index::max_supported(pits).map_err(Error::Input)?;
+        Ok(LevelStack {
+            dir: dir.to_path_buf(),
+            rules,
+            index: Index::new(pits, max).map_err(Error::Input)?,
+            levels: Vec::new(),
+            keep,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// What level `n` of this database must be.
+    pub fn expect(&self, n: usize) -> Expect {
+        expect(self.rules, &self.index, n)
+    }
+
+    /// Levels held: `0..len`.
+    pub fn len(&self) -> usize {
+        self.levels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.levels.is_empty()
+    }
+
+    /// Reads the levels below `n` not held yet, every checksum checked (the raw file of a
+    /// level if present, else its pack).
+    pub fn load_below(&mut self, n: usize) -> Result<()> {
+        while self.levels.len() < n {
+            let m = self.levels.len();
+            let Some(level) = LevelData::open(&self.dir, &self.expect(m), Check::HeaderOnly)?
+            else {
+                return Err(Error::Input(format!(
+                    "level {m} is not in {}",
+                    self.dir.display()
+                )));
+            };
+            let values = level.into_checked_values(&self.below(m))?;
+            self.levels.push(values);
+        }
+        Ok(())
+    }
+
+    /// The values of the levels below `n` that are held (all of them after
+    /// [`LevelStack::load_below`]).
+    pub fn below(&self, n: usize) -> Vec<&[u8]> {
+        self.levels.iter().take(n).map(Values::bytes).collect()
+    }
+
+    /// Whether [`LevelStack::offer`] would keep level `n`.
+    pub fn wants(&self, n: usize) -> bool {
+        self.keep && self.levels.len() == n
+    }
+
+    /// The values of level `n`, which a caller has read: kept if wanted.
+    pub fn offer(&mut self, n: usize, values: Values) {
+        if self.wants(n) {
+            self.levels.push(values);
+        }
+    }
+}
+
+/// Whether a packed level in `dir` uses the exit model (whole-level readers of the
+/// database then keep the levels below it).
+pub fn has_exit_model(dir: &Path) -> bool {
+    let Ok(levels) = list_levels(dir) else {
+        return false;
+    };
+    levels.iter().filter(|(_, p)| *p).any(|&(n, _)| {
+        let mut head = [0u8; 64];
+        let read = fs::File::open(packed_path(dir, n))
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+        read.is_ok() && PackHeader::peek_model(&head) == Some(Model::Exits)
+    })
 }
 
 /// The level files in one database folder: `(n, packed)` in order of `n`, then raw
@@ -154,6 +297,8 @@ pub struct LevelInfo {
     pub seeds: usize,
     pub positions: u64,
     pub packed: bool,
+    /// The value model of a packed level whose header could be read.
+    pub model: Option<Model>,
     pub path: std::path::PathBuf,
     /// Size of the file.
     pub bytes: u64,
@@ -185,8 +330,9 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
     dbs.sort_by_key(|d| (d.0, d.1));
     let mut out = Vec::new();
     for (_, pits, rules, dir) in dbs {
-        let max = Index::max_supported(pits).map_err(Error::Input)?;
-        let index = Index::new(pits, max).map_err(Error::Input)?;
+        // With --check, the values of the levels checked so far, for exit-model levels.
+        let mut stack = LevelStack::new(&dir, rules, pits, check && has_exit_model(&dir))?;
+        let max = stack.index().max_seeds();
         for (n, packed) in list_levels(&dir)? {
             if n > max {
                 continue;
@@ -196,27 +342,49 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
             } else {
                 level_path(&dir, n)
             };
-            let positions = index.level_size(n);
+            let want = stack.expect(n);
             let bytes = fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
-            let want = crate::build::expect(rules, &index, n);
-            let how = if check {
-                Check::Full
-            } else {
-                Check::HeaderOnly
-            };
+            let mut model = None;
             let opened = if packed {
-                PackedLevel::open(&path, &want, how).map(drop)
+                PackedLevel::open(&path, &want).and_then(|l| {
+                    model = Some(l.model());
+                    if !check {
+                        return Ok(());
+                    }
+                    if l.model() == Model::Exits {
+                        // Levels below that are missing or damaged fail here, named.
+                        stack.load_below(n).map_err(|e| {
+                            Error::bad(
+                                &path,
+                                format!("cannot be checked without the levels below it: {e}"),
+                            )
+                        })?;
+                    }
+                    let values = l.decode_all(&stack.below(n))?;
+                    stack.offer(n, Values::Owned(values.into_boxed_slice()));
+                    Ok(())
+                })
             } else {
-                Level::open(&path, &want, how).map(drop)
+                let how = if check {
+                    Check::Full
+                } else {
+                    Check::HeaderOnly
+                };
+                Level::open(&path, &want, how).map(|l| {
+                    if check {
+                        stack.offer(n, Values::Mapped(l));
+                    }
+                })
             };
             out.push(LevelInfo {
                 rules,
                 pits,
                 seeds: n,
-                positions,
+                positions: want.positions,
                 packed,
+                model,
                 bytes,
-                raw_bytes: PAYLOAD_OFFSET as u64 + positions,
+                raw_bytes: PAYLOAD_OFFSET as u64 + want.positions,
                 problem: opened.err().map(|e| match e {
                     Error::BadLevel { problem, .. } => problem,
                     e => e.to_string(),

@@ -36,6 +36,7 @@ use rayon::prelude::*;
 use crate::build::{build_command, db_dir, expect, level_bar};
 use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::model::Model;
 use crate::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
 use crate::solve::prefetch;
 use crate::store::{level_exists, LevelData, Values};
@@ -188,8 +189,8 @@ pub fn verify(
     let (first, last) = (*range.start(), *range.end());
     let index = Index::new(opts.pits, last).map_err(Error::Input)?;
     let mut levels = Vec::with_capacity(last + 1);
-    // Damaged blocks of the checked packed levels, found while decompressing them.
-    let mut block_problems = Vec::with_capacity(last + 1);
+    // What is wrong with the checksums of each checked level (a damaged block named).
+    let mut checksum_problems: Vec<Option<String>> = Vec::with_capacity(last + 1);
     for n in 0..=last {
         let want = expect(opts.rules, &index, n);
         let Some(level) = LevelData::open(&dir, &want, Check::HeaderOnly)? else {
@@ -204,36 +205,46 @@ pub fn verify(
         // Levels below the range are trusted inputs: refuse them if damaged. Checked
         // levels report a bad checksum or block and still get their values checked, so
         // that the damaged positions are named.
+        let below: Vec<&[u8]> = levels.iter().map(Values::bytes).collect();
         let mut problem = None;
         let values = match level {
-            level if n < first => level.into_checked_values()?,
-            LevelData::Raw(l) => Values::Mapped(l),
+            level if n < first => level.into_checked_values(&below)?,
+            LevelData::Raw(l) => {
+                problem = l.check_checksum().err().map(|e| match e {
+                    Error::BadLevel { problem, .. } => problem,
+                    e => e.to_string(),
+                });
+                Values::Mapped(l)
+            }
             LevelData::Packed(l) => {
                 let mut bytes = vec![0u8; l.header().positions as usize];
                 let problems = l.decode_into(&mut bytes);
+                // With the exit model, the values come from the levels below: a damaged
+                // one below makes this one's checksum fail too, so say which.
+                l.resolve(&below, &mut bytes)?;
                 if !problems.is_empty() {
                     let all: Vec<String> = problems.iter().map(|p| l.describe(p)).collect();
                     problem = Some(all.join("; "));
                 } else if let Err(e) = l.check_payload(&bytes) {
-                    problem = Some(e);
+                    let damaged_below = (first..n).find(|&m| checksum_problems[m].is_some());
+                    problem = Some(match damaged_below {
+                        Some(m) if l.model() == Model::Exits => format!(
+                            "{e} (packed with the exit model, resolved from level {m}, which is damaged)"
+                        ),
+                        _ => e,
+                    });
                 }
                 Values::Owned(bytes.into_boxed_slice())
             }
         };
+        drop(below);
         levels.push(values);
-        block_problems.push(problem);
+        checksum_problems.push(problem);
     }
     let bytes: Vec<&[u8]> = levels.iter().map(|l| l.bytes()).collect();
     let mut out = Vec::new();
-    for (n, level) in levels.iter().enumerate().skip(first) {
+    for (n, checksum_problem) in checksum_problems.into_iter().enumerate().skip(first) {
         let t0 = Instant::now();
-        let checksum_problem = match level {
-            Values::Mapped(l) => l.check_checksum().err().map(|e| match e {
-                Error::BadLevel { problem, .. } => problem,
-                e => e.to_string(),
-            }),
-            Values::Owned(_) => block_problems[n].take(),
-        };
         let ctx = Ctx {
             rules: opts.rules,
             index: &index,

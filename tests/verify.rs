@@ -93,7 +93,7 @@ fn deep_verify_catches_a_consistent_wrong_level() {
     let db = Database::open(dir.path(), rules, pits).unwrap();
     let index = Index::new(pits, n).unwrap();
     let size = index.level_size(n) as usize;
-    let truth = db.level(n).unwrap().payload().unwrap().to_vec();
+    let truth = db.level(n).unwrap().payload(&[]).unwrap().to_vec();
     let mut boards = Vec::with_capacity(size);
     let mut b = index.first(n);
     loop {

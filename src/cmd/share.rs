@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 
-use awari::{group, Index};
+use awari::group;
+use awari::store::LevelStack;
 
 use super::thread_pool;
 use crate::DbArgs;
@@ -39,13 +40,14 @@ pub fn levels_to_do(
 
 pub fn print_pack_row(r: &awari::pack::PackReport) {
     println!(
-        "{:>5} {:>15} {:>15} {:>15} {:>7.2} {:>9.2}",
+        "{:>5} {:>15} {:>15} {:>15} {:>7.2} {:>9.2}  {}",
         r.seeds,
         group(r.positions),
         group(r.raw_bytes),
         group(r.packed_bytes),
         r.raw_bytes as f64 / r.packed_bytes.max(1) as f64,
-        r.seconds
+        r.seconds,
+        r.model
     );
 }
 
@@ -64,14 +66,14 @@ pub fn print_pack_total(rows: &[awari::pack::PackReport]) {
 pub fn cmd_pack(
     db: DbArgs,
     level: Option<usize>,
-    (zstd_level, block): (i32, u32),
+    opts: awari::pack::PackOptions,
     remove_raw: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    use awari::pack::{pack_level, PackOptions};
-    let opts = PackOptions { zstd_level, block };
-    each_level(db, level, false, threads, |dir, want| {
-        pack_level(dir, want, &opts, remove_raw)
+    // The exit model reads the levels below each one packed: keep them as we go up.
+    let keep = opts.model == awari::model::Model::Exits;
+    each_level(db, level, false, keep, threads, |levels, n| {
+        awari::pack::pack_level(levels, n, &opts, remove_raw)
     })
 }
 
@@ -81,34 +83,35 @@ pub fn cmd_unpack(
     remove_packed: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    each_level(db, level, true, threads, |dir, want| {
-        awari::pack::unpack_level(dir, want, remove_packed)
+    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    let keep = awari::store::has_exit_model(&dir);
+    each_level(db, level, true, keep, threads, |levels, n| {
+        awari::pack::unpack_level(levels, n, remove_packed)
     })
 }
 
 /// Runs `step` (pack or unpack) on the level asked for or on every level of the kind
-/// `--all` takes (`packed`: the packed ones), printing a row for each and a total.
+/// `--all` takes (`packed`: the packed ones), in increasing order, printing a row for
+/// each and a total. `keep`: whether the levels done are kept for the ones above.
 fn each_level(
     db: DbArgs,
     level: Option<usize>,
     packed: bool,
+    keep: bool,
     threads: Option<usize>,
-    step: impl Fn(&std::path::Path, &awari::table::Expect) -> awari::Result<awari::pack::PackReport>
-        + Sync,
+    mut step: impl FnMut(&mut LevelStack, usize) -> awari::Result<awari::pack::PackReport> + Send,
 ) -> anyhow::Result<()> {
     let (pool, _) = thread_pool(threads)?;
     let dir = awari::db_dir(&db.dir, db.rules, db.pits);
     let levels = levels_to_do(&dir, level, packed)?;
-    let max = *levels.iter().max().unwrap();
-    let index = Index::new(db.pits, max).map_err(|e| anyhow::anyhow!(e))?;
+    let mut stack = LevelStack::new(&dir, db.rules, db.pits, keep)?;
     println!(
-        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}",
+        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  model",
         "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"
     );
     let mut rows = Vec::new();
     for n in levels {
-        let want = awari::build::expect(db.rules, &index, n);
-        let r = pool.install(|| step(&dir, &want))?;
+        let r = pool.install(|| step(&mut stack, n))?;
         print_pack_row(&r);
         rows.push(r);
     }
@@ -150,19 +153,13 @@ pub fn cmd_export(
 pub fn cmd_import(
     from: PathBuf,
     db: DbArgs,
-    pack: Option<i32>,
+    pack: Option<awari::pack::PackOptions>,
     force: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
     use awari::export::{import, ImportOptions};
     let (pool, _) = thread_pool(threads)?;
-    let opts = ImportOptions {
-        pack: pack.map(|zstd_level| awari::pack::PackOptions {
-            zstd_level,
-            ..Default::default()
-        }),
-        force,
-    };
+    let opts = ImportOptions { pack, force };
     let rows = pool.install(|| {
         import(&db.dir, db.rules, db.pits, &from, &opts, |t| {
             println!(
@@ -189,8 +186,8 @@ pub fn cmd_info(dir: PathBuf, check: bool, threads: Option<usize>) -> anyhow::Re
         bail!("no levels under {}", dir.display());
     }
     println!(
-        "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7}  checksum",
-        "rules", "P", "level", "positions", "kind", "bytes", "ratio"
+        "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7} {:>5}  checksum",
+        "rules", "P", "level", "positions", "kind", "bytes", "ratio", "model"
     );
     let mut bad = 0;
     for l in &levels {
@@ -203,7 +200,7 @@ pub fn cmd_info(dir: PathBuf, check: bool, threads: Option<usize>) -> anyhow::Re
             }
         };
         println!(
-            "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7.2}  {state}",
+            "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7.2} {:>5}  {state}",
             l.rules.name(),
             l.pits,
             l.seeds,
@@ -211,6 +208,7 @@ pub fn cmd_info(dir: PathBuf, check: bool, threads: Option<usize>) -> anyhow::Re
             if l.packed { "packed" } else { "raw" },
             group(l.bytes),
             l.raw_bytes as f64 / l.bytes.max(1) as f64,
+            l.model.map_or("-", |m| m.name()),
         );
     }
     let raw: u64 = levels.iter().map(|l| l.raw_bytes).sum();
