@@ -240,17 +240,25 @@ pub fn database_stats(
     Ok(out)
 }
 
-/// Refuses a chart file name that does not end in `.svg`: only the SVG backend is built
-/// in (it writes text as text; a bitmap would need a font renderer).
+/// Refuses a chart file name that does not end in `.svg` (only the SVG backend is built
+/// in: it writes text as text; a bitmap would need a font renderer), or whose folder does
+/// not exist: said before the levels are read, which can take minutes.
 pub fn check_plot_path(path: &Path) -> Result<()> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if ext.eq_ignore_ascii_case("svg") {
-        return Ok(());
+    if !ext.eq_ignore_ascii_case("svg") {
+        return Err(Error::Input(format!(
+            "--plot {}: only SVG charts are supported; give a file name ending in .svg",
+            path.display()
+        )));
     }
-    Err(Error::Input(format!(
-        "--plot {}: only SVG charts are supported; give a file name ending in .svg",
-        path.display()
-    )))
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => Err(Error::Input(format!(
+            "--plot {}: the folder {} does not exist",
+            path.display(),
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Writes the chart of [`plot_svg`] to `path` (which must end in `.svg`).

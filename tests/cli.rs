@@ -695,3 +695,20 @@ fn bench_times_each_thread_count_and_writes_csv() {
     let e = fail(&["bench", "--threads", "0"]);
     assert!(e.contains("--threads"), "{e}");
 }
+
+/// A reader that stops early (`awari count | head -1`) ends the output quietly: no error
+/// line, success.
+#[test]
+fn closed_output_is_not_an_error() {
+    let mut child = Command::new(BIN)
+        .args(["count", "--pits", "8", "--max-seeds", "100"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the table is written.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(text(&out.stderr), "");
+}

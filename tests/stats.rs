@@ -225,6 +225,16 @@ fn plot_writes_a_labelled_svg() {
     ]);
     assert!(e.contains("only SVG"), "{e}");
     assert!(!png.exists());
+    // A folder that does not exist: said before the levels are read.
+    let lost = out_dir.path().join("no-such-folder").join("out.svg");
+    let e = error_line(&[
+        "stats",
+        "--dir",
+        &dir_arg(&tmp),
+        "--plot",
+        lost.to_str().unwrap(),
+    ]);
+    assert!(e.contains("does not exist"), "{e}");
 }
 
 #[test]
