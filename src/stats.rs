@@ -560,8 +560,13 @@ mod tests {
 
     #[test]
     fn plot_paths() {
-        assert!(check_plot_path(Path::new("a/b.svg")).is_ok());
+        // The folder must exist: the crate's own `src` does when tests run.
+        assert!(check_plot_path(Path::new("src/b.svg")).is_ok());
         assert!(check_plot_path(Path::new("b.SVG")).is_ok());
+        let e = check_plot_path(Path::new("no-such-folder/b.svg"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not exist"), "{e}");
         let e = check_plot_path(Path::new("b.png")).unwrap_err().to_string();
         assert!(e.contains("only SVG"), "{e}");
         assert!(!e.contains('\n'));
