@@ -86,16 +86,10 @@ pub fn export(
     for n in levels {
         let level = LevelData::open(&dir, &expect(rules, &index, n), Check::HeaderOnly)?
             .expect("listed level exists");
-        if level.model() == Model::Exits {
-            stack.load_below(n).map_err(|e| {
-                Error::Input(format!(
-                    "level {n} is packed with the exit model and needs the levels below it: {e}"
-                ))
-            })?;
-        }
         // Every checksum checked: a raw level's here, a packed one's blocks and payload
         // as it decompresses.
-        let values = level.into_checked_values(&stack.below(n))?;
+        let below = stack.below_for(n, level.model())?;
+        let values = level.into_checked_values(&below)?;
         let payload = values.bytes();
         let path = scores_path(out, n);
         let mut f = TmpFile::create(&path)?;

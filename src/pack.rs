@@ -699,14 +699,7 @@ pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> R
         )));
     }
     let packed = PackedLevel::open(&path, &levels.expect(n))?;
-    if packed.model() == Model::Exits {
-        levels.load_below(n).map_err(|e| {
-            Error::Input(format!(
-                "level {n} is packed with the exit model and needs the levels below it: {e}"
-            ))
-        })?;
-    }
-    let payload = packed.decode_all(&levels.below(n))?;
+    let payload = packed.decode_all(&levels.below_for(n, packed.model())?)?;
     let h = *packed.header();
     let raw_path = level_path(&dir, n);
     let mut w = LevelWriter::create(&raw_path, h.rules, h.pits, h.seeds, h.positions)?;

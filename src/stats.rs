@@ -17,7 +17,6 @@ use rayon::prelude::*;
 use crate::build::{build_command, db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::model::Model;
 use crate::rules::Rules;
 use crate::store::{has_exit_model, level_exists, LevelData, LevelStack};
 use crate::table::Check;
@@ -228,10 +227,8 @@ pub fn database_stats(
             return Err(missing(n));
         };
         let path = level.path().to_path_buf();
-        if level.model() == Model::Exits {
-            stack.load_below(n)?;
-        }
-        let values = level.into_checked_values(&stack.below(n))?;
+        let below = stack.below_for(n, level.model())?;
+        let values = level.into_checked_values(&below)?;
         let s = level_stats(n, values.bytes()).map_err(|e| Error::bad(&path, e))?;
         report(&s);
         out.push(s);

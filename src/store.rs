@@ -238,6 +238,20 @@ impl LevelStack {
         self.levels.iter().take(n).map(Values::bytes).collect()
     }
 
+    /// What a whole-level reader passes as `below` to read level `n`, stored with `model`:
+    /// for the exit model every level below, read now if not held yet (a missing or
+    /// damaged one is named, with why it is needed).
+    pub fn below_for(&mut self, n: usize, model: Model) -> Result<Vec<&[u8]>> {
+        if model == Model::Exits {
+            self.load_below(n).map_err(|e| {
+                Error::Input(format!(
+                    "level {n} is packed with the exit model and needs the levels below it: {e}"
+                ))
+            })?;
+        }
+        Ok(self.below(n))
+    }
+
     /// Whether [`LevelStack::offer`] would keep level `n`.
     pub fn wants(&self, n: usize) -> bool {
         self.keep && self.levels.len() == n

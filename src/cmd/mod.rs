@@ -8,7 +8,17 @@ pub mod share;
 pub mod stats;
 pub mod verify;
 
+use std::ops::RangeInclusive;
+
 use anyhow::bail;
+
+/// A `--levels A..=B` argument, parsed (an error says what a range looks like).
+pub fn levels_arg(levels: Option<String>) -> anyhow::Result<Option<RangeInclusive<usize>>> {
+    levels
+        .map(|s| awari::verify::parse_levels(&s))
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))
+}
 
 pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<(rayon::ThreadPool, usize)> {
     let threads =

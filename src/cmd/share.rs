@@ -7,7 +7,7 @@ use anyhow::bail;
 use awari::group;
 use awari::store::LevelStack;
 
-use super::thread_pool;
+use super::{levels_arg, thread_pool};
 use crate::DbArgs;
 
 /// The levels `pack --all` or `unpack --all` work on, or the one level asked for.
@@ -125,10 +125,7 @@ pub fn cmd_export(
     levels: Option<String>,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    let levels = levels
-        .map(|s| awari::verify::parse_levels(&s))
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let levels = levels_arg(levels)?;
     let (pool, _) = thread_pool(threads)?;
     let rows = pool.install(|| {
         awari::export::export(&db.dir, db.rules, db.pits, &out, levels, |t| {

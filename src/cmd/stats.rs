@@ -9,7 +9,7 @@ use serde::Serialize;
 use awari::group;
 use awari::stats::{check_plot_path, database_stats, write_plot, LevelStats};
 
-use super::thread_pool;
+use super::{levels_arg, thread_pool};
 use crate::DbArgs;
 
 pub fn cmd_stats(
@@ -19,10 +19,7 @@ pub fn cmd_stats(
     json: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    let levels = levels
-        .map(|s| awari::verify::parse_levels(&s))
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let levels = levels_arg(levels)?;
     // Refuse a bad chart name before reading gigabytes.
     if let Some(p) = &plot {
         check_plot_path(p)?;

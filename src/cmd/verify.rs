@@ -7,7 +7,7 @@ use anyhow::bail;
 
 use awari::{group, Rules};
 
-use super::thread_pool;
+use super::{levels_arg, thread_pool};
 use crate::DbArgs;
 
 pub fn cmd_verify(
@@ -16,11 +16,8 @@ pub fn cmd_verify(
     deep: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    use awari::verify::{parse_levels, verify, LevelCheck, Mismatches, VerifyOptions};
-    let levels = levels
-        .map(|s| parse_levels(&s))
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))?;
+    use awari::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
+    let levels = levels_arg(levels)?;
     let (pool, threads) = thread_pool(threads)?;
     let opts = VerifyOptions {
         root: db.dir.clone(),
