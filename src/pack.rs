@@ -896,36 +896,26 @@ mod tests {
     /// values come back whole with the levels below, and damage is named.
     #[test]
     fn exit_model_round_trip() {
-        use crate::solve::{solve_level, Lower};
         use crate::store::LevelData;
-        struct Below(Vec<Vec<u8>>);
-        impl Lower for Below {
-            fn value(&self, seeds: usize, index: u64) -> i8 {
-                self.0[seeds][index as usize] as i8
-            }
-        }
         let dir = tempfile::tempdir().unwrap();
         let (rules, pits, top) = (Rules::Oware, 4, 11);
         let index = Index::new(pits, top).unwrap();
-        let mut lower = Below(Vec::new());
+        let levels = crate::solve::solve_in_memory(rules, &index, top);
+        let all: Vec<&[u8]> = levels.iter().map(Vec::as_slice).collect();
         let opts = PackOptions {
             zstd_level: 3,
             block: 1024,
             model: Model::Exits,
         };
         for n in 0..=top {
-            let (state, _) = solve_level(rules, &index, n, &lower, None);
-            let truth: Vec<u8> = (0..state.len())
-                .map(|i| state.final_value(i) as u8)
-                .collect();
-            let below: Vec<&[u8]> = lower.0.iter().map(|v| v.as_slice()).collect();
+            let (truth, below) = (all[n], &all[..n]);
             let path = packed_path(dir.path(), n);
             let want = crate::build::expect(rules, &index, n);
-            let h = pack_payload(&path, rules, pits, n, &truth, &opts, &below).unwrap();
-            assert_eq!(h.level.checksum, checksum(&truth));
+            let h = pack_payload(&path, rules, pits, n, truth, &opts, below).unwrap();
+            assert_eq!(h.level.checksum, checksum(truth));
             let l = PackedLevel::open(&path, &want).unwrap();
             assert_eq!(l.model(), Model::Exits);
-            assert_eq!(l.decode_all(&below).unwrap(), truth, "level {n}");
+            assert_eq!(l.decode_all(below).unwrap(), truth, "level {n}");
             let mut stored = vec![0u8; truth.len()];
             assert!(l.decode_into(&mut stored).is_empty());
             if n == top {
@@ -937,7 +927,7 @@ mod tests {
                         .num_threads(threads)
                         .build()
                         .unwrap();
-                    pool.install(|| pack_payload(&path, rules, pits, n, &truth, &opts, &below))
+                    pool.install(|| pack_payload(&path, rules, pits, n, truth, &opts, below))
                         .unwrap();
                     assert_eq!(fs::read(&path).unwrap(), first, "{threads} threads");
                 }
@@ -956,14 +946,12 @@ mod tests {
                 fs::write(&path, &bad).unwrap();
                 let l = PackedLevel::open(&path, &want).unwrap();
                 let blocks = truth.len().div_ceil(1024);
-                let e = l.decode_all(&below).unwrap_err().to_string();
+                let e = l.decode_all(below).unwrap_err().to_string();
                 assert!(
                     e.contains(&format!("level {n}, block {} of {blocks}", blocks - 1)),
                     "{e}"
                 );
             }
-            drop(below);
-            lower.0.push(truth);
         }
     }
 }

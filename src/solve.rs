@@ -368,3 +368,24 @@ impl Backward<'_> {
         done
     }
 }
+
+/// Levels `0..=top` solved in memory, one byte per position: the true values that the
+/// unit tests of the levels' readers compare with.
+#[cfg(test)]
+pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Vec<u8>> {
+    struct Below(Vec<Vec<u8>>);
+    impl Lower for Below {
+        fn value(&self, seeds: usize, index: u64) -> i8 {
+            self.0[seeds][index as usize] as i8
+        }
+    }
+    let mut lower = Below(Vec::new());
+    for n in 0..=top {
+        let (state, _) = solve_level(rules, index, n, &lower, None);
+        let values = (0..state.len())
+            .map(|i| state.final_value(i) as u8)
+            .collect();
+        lower.0.push(values);
+    }
+    lower.0
+}
