@@ -10,7 +10,9 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_awari");
+mod common;
+
+use common::{awari, awari_with_input, ok, text, BIN};
 
 /// The Romein-Bal example (DESIGN section 2): 16 seeds.
 const RB_EXAMPLE: &str = "1 1 1 1 1 2 4 2 3 0 0 0";
@@ -19,36 +21,11 @@ const FIVE: &str = "1 1 1 1 1 0 0 0 0 0 0 0";
 /// A stored position of 3 seeds.
 const THREE: &str = "1 1 1 0 0 0 0 0 0 0 0 0";
 
-fn awari(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the awari binary")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// `args` followed by the words of `position`.
 fn with_position<'a>(args: &[&'a str], position: &'a str) -> Vec<&'a str> {
     let mut v = args.to_vec();
     v.extend(position.split_whitespace());
     v
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(args: &[&str]) -> String {
-    let out = awari(args);
-    assert!(
-        out.status.success(),
-        "awari {args:?} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
 }
 
 /// Checks a failed run: a non-zero exit code (not a signal), no panic, exactly one
@@ -607,21 +584,10 @@ fn principal_variation_realises_the_value() {
 fn query_stdin_answers_line_by_line() {
     let db = Db::built(8);
     let root = db.root_str();
-    let mut child = Command::new(BIN)
-        .args(["query", "--stdin", "--dir", &root])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"1 1 1 1 1 2 0 0 0 0 0 0\n1 1 x 0 0 0 0 0 0 0 0 0\n0,0,0,0,0,1,1,1,1,1,1,1\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = awari_with_input(
+        &["query", "--stdin", "--dir", &root],
+        b"1 1 1 1 1 2 0 0 0 0 0 0\n1 1 x 0 0 0 0 0 0 0 0 0\n0,0,0,0,0,1,1,1,1,1,1,1\n",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let lines: Vec<Value> = stdout

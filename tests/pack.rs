@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
@@ -16,9 +15,12 @@ use awari::pack::{pack_level, packed_path, unpack_level, PackOptions};
 use awari::store::LevelStack;
 use awari::table::level_path;
 use awari::verify::{verify, VerifyOptions};
-use awari::{build, db_dir, BuildOptions, Database, Index, Rules};
+use awari::{db_dir, Database, Index, Rules};
 
-const BIN: &str = env!("CARGO_BIN_EXE_awari");
+mod common;
+
+use common::{build_levels, run};
+
 const TOP: usize = 16;
 
 /// Raw levels 0..=max of a database, built once per test run and kept between runs in
@@ -28,15 +30,7 @@ fn built(rules: Rules, pits: usize, max: usize) -> PathBuf {
     static LOCK: Mutex<()> = Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pack-db");
-    let opts = BuildOptions {
-        root: root.clone(),
-        rules,
-        pits,
-        max_seeds: max,
-        force: false,
-        progress: false,
-    };
-    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    build_levels(&root, rules, pits, max);
     root
 }
 
@@ -237,15 +231,7 @@ fn packed_levels_probe_verify_unpack_and_damage() {
     let checks = verify(&verify_opts(t.path(), 0..=12), |_| {}).unwrap();
     assert!(checks.iter().all(|c| c.ok()), "{checks:?}");
     // The builder reads packed lower levels: level 13 comes out as built from raw ones.
-    let opts = BuildOptions {
-        root: t.path().to_path_buf(),
-        rules: Rules::Awari,
-        pits: 6,
-        max_seeds: 13,
-        force: false,
-        progress: false,
-    };
-    let reports = build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    let reports = build_levels(t.path(), Rules::Awari, 6, 13);
     assert!(reports[..13].iter().all(|r| r.skipped) && !reports[13].skipped);
     assert_eq!(
         fs::read(level_path(&dir, 13)).unwrap(),
@@ -301,14 +287,6 @@ fn packed_levels_probe_verify_unpack_and_damage() {
 fn cli_pack_info_unpack() {
     let t = copy_levels(9);
     let root = t.path().to_str().unwrap();
-    let run = |args: &[&str]| {
-        let out = Command::new(BIN).args(args).output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
     let (ok, out, err) = run(&["pack", "--dir", root, "--level", "9", "--remove-raw"]);
     assert!(ok, "{out}{err}");
     assert!(out.contains("ratio"), "{out}");
@@ -451,15 +429,7 @@ fn exit_model_awari() {
     let dir = db_dir(t.path(), Rules::Awari, 6);
     let index = Index::new(6, 15).unwrap();
     // Level 15 built from exit-model packs is level 15 built from raw levels.
-    let opts = BuildOptions {
-        root: t.path().to_path_buf(),
-        rules: Rules::Awari,
-        pits: 6,
-        max_seeds: 15,
-        force: false,
-        progress: false,
-    };
-    let reports = build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    let reports = build_levels(t.path(), Rules::Awari, 6, 15);
     assert!(reports[..15].iter().all(|r| r.skipped) && !reports[15].skipped);
     assert_eq!(
         fs::read(level_path(&dir, 15)).unwrap(),

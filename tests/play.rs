@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use awari::{Board, Database, Rules};
 use tempfile::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_awari");
+use common::BIN;
 
 /// What a finished game printed.
 struct Transcript {
@@ -171,35 +171,10 @@ fn bad_input_asks_again() {
     // Awari: 'a' would leave the empty opponent row empty while 'f' feeds it.
     let input =
         "z\n0\n7\n-1\nfoo\n\n99999999999999999999999\n\u{e9}\nb\na\nhint\nundo\nf\nundo\nquit\n";
-    let mut child = Command::new(BIN)
-        .args(["play", "--dir", dir.path().to_str().unwrap()])
-        .args([
-            "--position",
-            "1",
-            "0",
-            "0",
-            "0",
-            "0",
-            "1",
-            "0",
-            "0",
-            "0",
-            "0",
-            "0",
-            "0",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let mut args = vec!["play", "--dir", root, "--position"];
+    args.extend("1 0 0 0 0 1 0 0 0 0 0 0".split(' '));
+    let out = common::awari_with_input(&args, input.as_bytes());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -260,28 +235,15 @@ fn weaker_play_is_reproducible_and_gives_seeds_away() {
 fn a_missing_level_names_the_build() {
     let dir = TempDir::new().unwrap();
     common::build_db(dir.path(), Rules::Awari, 6, 8);
-    let out = Command::new(BIN)
-        .args([
-            "play",
-            "--dir",
-            dir.path().to_str().unwrap(),
-            "--seeds-per-pit",
-            "2",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let root = dir.path().to_str().unwrap();
+    let out = common::awari(&["play", "--dir", root, "--seeds-per-pit", "2"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("error: level 24 "), "{err}");
     assert!(err.contains("awari build --max-seeds 24"), "{err}");
     // Without --seeds-per-pit and with nothing big enough built: the smallest start.
-    let out = Command::new(BIN)
-        .args(["play", "--dir", dir.path().to_str().unwrap()])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::awari(&["play", "--dir", root]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("awari build --max-seeds 12"), "{err}");
 }

@@ -4,41 +4,17 @@
 
 mod common;
 
+use common::{awari, ok, text};
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
 use awari::stats::{database_stats, LevelStats};
 use awari::{group, Database, Index, Rules};
 use serde_json::Value;
 use tempfile::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_awari");
 /// Levels 0..=10 of Awari, 6 pits per side: 550,000 positions, built in well under a second.
 const TOP: usize = 10;
-
-fn awari(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run the awari binary")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = awari(args);
-    assert!(
-        out.status.success(),
-        "awari {args:?} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
-}
 
 /// A failed run: status 1, no panic, and the last line of stderr the only `error:` line.
 fn error_line(args: &[&str]) -> String {

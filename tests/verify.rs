@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use rayon::prelude::*;
 
@@ -16,9 +15,7 @@ use awari::{db_dir, legal_moves, Board, Database, Index, Rules};
 
 mod common;
 
-use common::build_db;
-
-const BIN: &str = env!("CARGO_BIN_EXE_awari");
+use common::{build_db, run};
 
 fn options(root: &Path, rules: Rules, pits: usize, deep: bool) -> VerifyOptions {
     VerifyOptions {
@@ -167,15 +164,6 @@ fn deep_verify_catches_a_consistent_wrong_level() {
     assert_eq!(first.stored, wrong[first.index as usize] as i8);
     assert_eq!(first.computed, truth[first.index as usize] as i8);
     assert_eq!(first.board, boards[first.index as usize]);
-}
-
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// The acceptance test: one byte of a level changed by hand; `awari verify` fails and

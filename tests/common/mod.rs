@@ -7,13 +7,19 @@
 
 use std::collections::HashMap;
 
+use std::io::Write;
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
-use awari::{build, legal_moves, Board, BuildOptions, Database, Rules};
+use awari::{build, legal_moves, Board, BuildOptions, Database, LevelReport, Rules};
 use rayon::prelude::*;
 
-/// Builds levels `0..=max` under `root` with the builder and opens the database.
-pub fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) -> Database {
+/// The `awari` binary of this build.
+pub const BIN: &str = env!("CARGO_BIN_EXE_awari");
+
+/// Builds levels `0..=max` under `root` with the builder (complete levels already there
+/// are kept); a report per level.
+pub fn build_levels(root: &Path, rules: Rules, pits: usize, max: usize) -> Vec<LevelReport> {
     let opts = BuildOptions {
         root: root.to_path_buf(),
         rules,
@@ -22,8 +28,58 @@ pub fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) -> Database 
         force: false,
         progress: false,
     };
-    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap()
+}
+
+/// Builds levels `0..=max` under `root` with the builder and opens the database.
+pub fn build_db(root: &Path, rules: Rules, pits: usize, max: usize) -> Database {
+    build_levels(root, rules, pits, max);
     Database::open(root, rules, pits).unwrap()
+}
+
+/// Runs the binary with nothing on its standard input.
+pub fn awari(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the awari binary")
+}
+
+/// Runs the binary with `input` on its standard input.
+pub fn awari_with_input(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the awari binary");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs a command that must succeed; returns its stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = awari(args);
+    assert!(
+        out.status.success(),
+        "awari {args:?} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// Runs a command: whether it succeeded, its stdout and its stderr.
+pub fn run(args: &[&str]) -> (bool, String, String) {
+    let out = awari(args);
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
 /// Every position of `n` seeds on `2p` pits (stored or not).
