@@ -14,10 +14,10 @@ use crate::build::{db_dir, expect};
 use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::model::Model;
-use crate::pack::{pack_payload, packed_path, PackOptions, TmpFile};
+use crate::pack::{pack_payload, packed_path, PackOptions};
 use crate::rules::Rules;
 use crate::store::{has_exit_model, level_exists, list_levels, LevelData, LevelStack, Values};
-use crate::table::{level_path, Check, LevelWriter};
+use crate::table::{level_path, Check, LevelWriter, TmpFile};
 
 /// The file of level `n` in a folder of Romein-Bal files.
 pub fn scores_path(dir: &Path, n: usize) -> PathBuf {

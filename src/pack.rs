@@ -35,8 +35,7 @@
 //! compressed independently (in parallel) at a fixed level, so the same level packs to
 //! the same bytes with any number of threads.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -50,7 +49,7 @@ use crate::model::{fill_block, resolve_level, Model};
 use crate::rules::Rules;
 use crate::store::{LevelStack, Values};
 use crate::table::{
-    checksum, level_path, Check, Expect, Header, Level, LevelWriter, INDEX_ROMEIN_BAL,
+    checksum, level_path, Check, Expect, Header, Level, LevelWriter, TmpFile, INDEX_ROMEIN_BAL,
     PAYLOAD_OFFSET,
 };
 
@@ -729,72 +728,6 @@ pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> R
         model,
         seconds: t0.elapsed().as_secs_f64(),
     })
-}
-
-/// A file written under `<path>.tmp`, renamed to `path` when finished, removed if dropped
-/// unfinished.
-pub(crate) struct TmpFile {
-    tmp: PathBuf,
-    path: PathBuf,
-    file: Option<std::io::BufWriter<File>>,
-}
-
-impl TmpFile {
-    pub(crate) fn create(path: &Path) -> Result<TmpFile> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| Error::io(&tmp, e))?;
-        Ok(TmpFile {
-            tmp,
-            path: path.to_path_buf(),
-            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
-        })
-    }
-
-    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        let f = self.file.as_mut().expect("written after finish");
-        f.write_all(bytes).map_err(|e| Error::io(&self.tmp, e))
-    }
-
-    /// Writes `head` (the parts in order) at the start, syncs and renames into place.
-    pub(crate) fn finish(mut self, head: &[&[u8]]) -> Result<()> {
-        let mut f = self.file.take().expect("finished twice");
-        let r = (|| {
-            f.flush()?;
-            let file = f.get_mut();
-            file.seek(SeekFrom::Start(0))?;
-            for part in head {
-                file.write_all(part)?;
-            }
-            file.sync_all()
-        })();
-        if let Err(e) = r {
-            let _ = fs::remove_file(&self.tmp);
-            return Err(Error::io(&self.tmp, e));
-        }
-        drop(f);
-        fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
-        if let Some(dir) = self.path.parent() {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for TmpFile {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -254,9 +254,7 @@ impl Level {
 /// Writes one level under a temporary name; [`LevelWriter::finish`] makes it visible.
 /// Dropped unfinished (an error, a panic), it removes its temporary file.
 pub struct LevelWriter {
-    tmp: PathBuf,
-    path: PathBuf,
-    file: Option<std::io::BufWriter<File>>,
+    file: TmpFile,
     hasher: Xxh3,
     header: Header,
     written: u64,
@@ -270,18 +268,11 @@ impl LevelWriter {
         seeds: usize,
         positions: u64,
     ) -> Result<Self> {
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| Error::io(&tmp, e))?;
-        let mut w = LevelWriter {
-            path: path.to_path_buf(),
-            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+        let mut file = TmpFile::create(path)?;
+        // A zero header (no magic, no complete mark) until the payload is in.
+        file.write(&[0u8; PAYLOAD_OFFSET])?;
+        Ok(LevelWriter {
+            file,
             hasher: Xxh3::new(),
             header: Header {
                 rules,
@@ -291,34 +282,21 @@ impl LevelWriter {
                 checksum: 0,
             },
             written: 0,
-            tmp,
-        };
-        // A zero header (no magic, no complete mark) until the payload is in.
-        let zeros = [0u8; PAYLOAD_OFFSET];
-        w.io(|f| f.write_all(&zeros))?;
-        Ok(w)
-    }
-
-    fn io<T>(
-        &mut self,
-        op: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<T>,
-    ) -> Result<T> {
-        let f = self.file.as_mut().expect("writer used after finish");
-        op(f).map_err(|e| Error::io(&self.tmp, e))
+        })
     }
 
     /// Appends payload bytes in index order.
     pub fn write(&mut self, payload: &[u8]) -> Result<()> {
         self.hasher.update(payload);
         self.written += payload.len() as u64;
-        self.io(|f| f.write_all(payload))
+        self.file.write(payload)
     }
 
     /// Writes the header, syncs and renames the file into place.
     pub fn finish(mut self) -> Result<Header> {
         if self.written != self.header.positions {
             return Err(Error::bad(
-                &self.tmp,
+                &self.file.tmp,
                 format!(
                     "wrote {} positions, level has {}",
                     self.written, self.header.positions
@@ -326,15 +304,59 @@ impl LevelWriter {
             ));
         }
         self.header.checksum = self.hasher.digest();
-        let h = self.header.encode();
-        self.io(|f| {
+        self.file.finish(&[&self.header.encode()])?;
+        Ok(self.header)
+    }
+}
+
+/// A file written under `<path>.tmp`, renamed to `path` when finished, removed if dropped
+/// unfinished.
+pub(crate) struct TmpFile {
+    tmp: PathBuf,
+    path: PathBuf,
+    file: Option<std::io::BufWriter<File>>,
+}
+
+impl TmpFile {
+    pub(crate) fn create(path: &Path) -> Result<TmpFile> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(&tmp, e))?;
+        Ok(TmpFile {
+            tmp,
+            path: path.to_path_buf(),
+            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        let f = self.file.as_mut().expect("written after finish");
+        f.write_all(bytes).map_err(|e| Error::io(&self.tmp, e))
+    }
+
+    /// Writes `head` (the parts in order) at the start, syncs and renames into place.
+    pub(crate) fn finish(mut self, head: &[&[u8]]) -> Result<()> {
+        let mut f = self.file.take().expect("finished twice");
+        let r = (|| {
             f.flush()?;
             let file = f.get_mut();
             file.seek(SeekFrom::Start(0))?;
-            file.write_all(&h)?;
+            for part in head {
+                file.write_all(part)?;
+            }
             file.sync_all()
-        })?;
-        self.file = None;
+        })();
+        if let Err(e) = r {
+            let _ = fs::remove_file(&self.tmp);
+            return Err(Error::io(&self.tmp, e));
+        }
+        drop(f);
         fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
         if let Some(dir) = self.path.parent() {
             // Make the rename itself durable; not all file systems allow this.
@@ -342,11 +364,11 @@ impl LevelWriter {
                 let _ = d.sync_all();
             }
         }
-        Ok(self.header)
+        Ok(())
     }
 }
 
-impl Drop for LevelWriter {
+impl Drop for TmpFile {
     fn drop(&mut self) {
         if self.file.take().is_some() {
             let _ = fs::remove_file(&self.tmp);
