@@ -1,37 +1,71 @@
 //! The errors of the library: each says what went wrong, with which file, and where it
-//! can, what to do next.
+//! can, what to do next. One cause chain: [`Error::Context`] wraps an error with what
+//! was being done; [`std::error::Error::source`] walks down to the first cause.
 
 use std::path::PathBuf;
 
+/// Everything that can go wrong in the library.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A level a query or build needs is not in the database folder.
+    /// A level that a query, build or reader needs is not in the database folder.
     #[error(
         "level {seeds} ({rules}, {pits} pits per side) is not built in {dir}; run `{command}`"
     )]
     MissingLevel {
+        /// The missing level.
         seeds: usize,
-        rules: crate::Rules,
+        /// The rule set's name (`awari`, `oware`).
+        rules: &'static str,
+        /// Pits per side.
         pits: usize,
+        /// The database folder (`<root>/<rules>-<P>`).
         dir: PathBuf,
+        /// The `awari build` command that builds it.
         command: String,
     },
-    /// A level file exists but is damaged, truncated, unfinished or of another database.
+    /// A file exists but is not what it should be: damaged, truncated, unfinished, of
+    /// another database or of another format.
     #[error("{path}: {problem}")]
-    BadLevel { path: PathBuf, problem: String },
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file or folder.
         path: PathBuf,
+        /// What the OS said.
         #[source]
         source: std::io::Error,
     },
-    /// A position or argument the user gave is not valid.
+    /// zstd failed to compress or decompress a block of a packed level.
+    #[error("{path}: zstd: {source}")]
+    Compression {
+        /// The packed level.
+        path: PathBuf,
+        /// What zstd said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A position, request or argument the caller gave is not valid.
     #[error("{0}")]
     Input(String),
+    /// An error met while doing something that the error alone does not say.
+    #[error("{context}")]
+    Context {
+        /// What was being done, and why it needed what failed.
+        context: String,
+        /// What failed.
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 impl Error {
+    /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),
@@ -39,12 +73,62 @@ impl Error {
         }
     }
 
-    pub fn bad(path: impl Into<PathBuf>, problem: impl Into<String>) -> Error {
-        Error::BadLevel {
+    /// A file that is not what it should be.
+    pub fn format(path: impl Into<PathBuf>, problem: impl Into<String>) -> Error {
+        Error::Format {
             path: path.into(),
             problem: problem.into(),
         }
     }
+
+    /// This error, with what was being done when it happened.
+    pub fn context(self, context: impl Into<String>) -> Error {
+        Error::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// The first cause: the error under every [`Error::Context`].
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Context { source, .. } => source.root(),
+            e => e,
+        }
+    }
+
+    /// What is wrong, for a report that names the file already: a format error's problem
+    /// alone, any other error in one line.
+    pub fn into_problem(self) -> String {
+        match self {
+            Error::Format { problem, .. } => problem,
+            e => e.one_line(),
+        }
+    }
+
+    /// The whole chain in one line: each context, then the first cause.
+    pub fn one_line(&self) -> String {
+        match self {
+            Error::Context { context, source } => format!("{context}: {}", source.one_line()),
+            e => e.to_string(),
+        }
+    }
 }
 
+/// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_keeps_the_cause() {
+        let e = Error::io("a/b", std::io::Error::other("boom")).context("reading level 3");
+        assert_eq!(e.to_string(), "reading level 3");
+        assert_eq!(e.one_line(), "reading level 3: a/b: boom");
+        assert!(matches!(e.root(), Error::Io { .. }));
+        let source = std::error::Error::source(&e).expect("a source");
+        assert_eq!(source.to_string(), "a/b: boom");
+    }
+}

@@ -1,9 +1,11 @@
 //! Awari and Oware endgame databases by exact, parallel retrograde analysis, in the
 //! file order of Romein and Bal's 2002 solution of Awari.
 //!
-//! The database holds one level per seed count; a level is a memory-mapped table of one
+//! A database holds one level per seed count; a level is a memory-mapped table of one
 //! signed byte per position: the final margin (seeds the side to move captures from now
-//! on, minus the opponent's) under perfect play.
+//! on, minus the opponent's) under perfect play. `DESIGN.md` at the root of the
+//! repository is the contract: the rules, the value, the index order, the file formats
+//! and the algorithm.
 //!
 //! ```no_run
 //! use awari::{Board, Database, Rules};
@@ -18,47 +20,91 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The stages follow the data: [`rules`] (board, moves, un-moves) -> [`index`] (ranking)
-//! -> [`table`] (level files) -> [`solve`] (one level) -> [`build`] (all levels) ->
-//! [`query`] (probing) -> [`verify`] (checking a built database), with [`reference`] (an
-//! independent solver), [`variants`] (the start positions of small boards), [`stats`]
-//! (the distribution of values per level, and its chart) and [`play`] (a game against the
-//! database). Levels can also be packed ([`pack`], with the value model of [`model`]) and
-//! read either way through [`store`].
+//! Build a database with [`build`], check it with [`verify`], probe it through
+//! [`Database`]. The rest is grouped by what it is for: [`pack`] (packed levels),
+//! [`romein_bal`] (their `scores.N` files), [`stats`], [`variants`], [`play`], [`bench`],
+//! and [`rules`] and [`reference`] for programs that work on positions themselves.
+//!
+//! Inside, the code is in one-way layers (DESIGN.md section 10): `game` (rules, index)
+//! -> `db` (files) -> `solve` (one level, all levels, verification, the reference solver)
+//! -> `app` (query, play, stats, variants, sharing, bench); the `awari` binary is a thin
+//! layer on top. None of those modules is public: this page lists what is.
 
-pub mod bench;
-pub mod build;
-pub mod error;
-pub mod export;
-pub mod index;
-pub mod model;
-pub mod pack;
-pub mod play;
-pub mod query;
-pub mod reference;
-pub mod rules;
-pub mod solve;
-pub mod stats;
-pub mod store;
-pub mod table;
-pub mod variants;
-pub mod verify;
+#![warn(missing_docs)]
 
-pub use build::{build, db_dir, BuildOptions, LevelReport};
+mod app;
+mod db;
+mod error;
+mod game;
+mod solve;
+mod util;
+
+pub use app::query::{draw, Analysis, Database, Line, MoveValue};
+pub use db::layout::{
+    build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
+};
 pub use error::{Error, Result};
-pub use index::Index;
-pub use query::{Analysis, Database, MoveValue};
-pub use rules::{legal_moves, Board, Rules};
+pub use game::index::Index;
+pub use game::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
+pub use solve::build::{build, BuildOptions, LevelReport};
+pub use solve::level::{Outcomes, PhaseTimes};
+pub use solve::verify::{parse_levels, verify, LevelCheck, Mismatches, VerifyOptions};
+pub use util::{group, peak_rss};
 
-/// A count with thousands separators: 1234567 -> "1,234,567".
-pub fn group(x: u64) -> String {
-    let s = x.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
+/// The rules at the level of single moves: what the solver and the property tests use
+/// (DESIGN.md section 1).
+pub mod rules {
+    pub use crate::game::rules::{
+        for_each_exit, for_each_unmove, legal_moves, unmoves, Board, Exits, Move, Rules,
+    };
+}
+
+/// Raw level files (DESIGN.md section 4), for programs that read or write levels
+/// themselves.
+pub mod raw {
+    pub use crate::db::layout::Expect;
+    pub use crate::db::raw::{checksum, Check, Header, LevelWriter, RawLevel, PAYLOAD_OFFSET};
+}
+
+/// Packed levels (DESIGN.md sections 6 and 7): independent zstd blocks with a block
+/// table and checksums, and the value model that makes them smaller.
+pub mod pack {
+    pub use crate::app::share::{pack_level, unpack_level, PackReport};
+    pub use crate::db::model::Model;
+    pub use crate::db::pack::{PackOptions, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL};
+    pub use crate::db::store::{has_exit_model, survey, LevelInfo, LevelStack};
+}
+
+/// Romein and Bal's `scores.N` files (DESIGN.md section 9): export and import.
+pub mod romein_bal {
+    pub use crate::app::share::{
+        check_romein_bal, export, import, scores_path, ImportOptions, Transfer,
+    };
+}
+
+/// What a database holds, level by level: won / drawn / lost shares and value
+/// histograms.
+pub mod stats {
+    pub use crate::app::stats::{database_stats, histogram, level_stats, LevelStats};
+}
+
+/// The start positions of small variants: boards of 2 to 6 pits, both rule sets.
+pub mod variants {
+    pub use crate::app::variants::*;
+}
+
+/// A game against the database at a chosen strength.
+pub mod play {
+    pub use crate::app::play::*;
+}
+
+/// The build benchmark of `awari bench`.
+pub mod bench {
+    pub use crate::app::bench::*;
+}
+
+/// The independent solver of the tests and `awari variants`: value iteration over the
+/// positions reachable from a start, with no level files.
+pub mod reference {
+    pub use crate::solve::reference::*;
 }

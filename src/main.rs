@@ -223,7 +223,7 @@ enum Command {
         /// (about 1.27 times smaller; needs the levels below, and a probe reads them
         /// too), 'plain' the values themselves.
         #[arg(long, default_value = "exits")]
-        model: awari::model::Model,
+        model: awari::pack::Model,
         /// Remove each raw level once its pack is written and checked against it
         /// (default: keep both; the raw file is read when both are present).
         #[arg(long)]
@@ -286,7 +286,7 @@ enum Command {
         /// Value model with --pack (see `pack --help`); 'exits' needs every level below
         /// each one imported, imported too or already in the database.
         #[arg(long, default_value = "exits")]
-        model: awari::model::Model,
+        model: awari::pack::Model,
         /// Replace levels already in the database (default: refuse).
         #[arg(long)]
         force: bool,

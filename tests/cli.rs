@@ -14,7 +14,7 @@ mod common;
 
 use common::{awari, awari_with_input, ok, text, BIN};
 
-/// The Romein-Bal example (DESIGN section 2): 16 seeds.
+/// The Romein-Bal example (DESIGN.md section 2): 16 seeds.
 const RB_EXAMPLE: &str = "1 1 1 1 1 2 4 2 3 0 0 0";
 /// A stored position of 5 seeds (opponent row empty): probing it opens level 5.
 const FIVE: &str = "1 1 1 1 1 0 0 0 0 0 0 0";

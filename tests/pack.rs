@@ -9,13 +9,9 @@ use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 
-use awari::export::{export, import, scores_path, ImportOptions};
-use awari::model::Model;
-use awari::pack::{pack_level, packed_path, unpack_level, PackOptions};
-use awari::store::LevelStack;
-use awari::table::level_path;
-use awari::verify::{verify, VerifyOptions};
-use awari::{db_dir, Database, Index, Rules};
+use awari::pack::{pack_level, unpack_level, LevelStack, Model, PackOptions};
+use awari::romein_bal::{export, import, scores_path, ImportOptions};
+use awari::{db_dir, level_path, packed_path, verify, Database, Index, Rules, VerifyOptions};
 
 mod common;
 
@@ -332,7 +328,8 @@ fn cli_pack_info_unpack() {
     let (ok, _, err) = run(&["pack", "--dir", lone_root, "--level", "5"]);
     assert!(
         !ok && err.lines().count() == 1
-            && err.contains("error: packing level 5 with the exit model needs the levels below it: level 0 is not in")
+            && err.contains("error: packing level 5 with the exit model needs the levels below it: level 0 (awari, 6 pits per side) is not built in")
+            && err.contains("run `awari build --max-seeds 0 --dir")
             && err.contains("--model plain"),
         "{err}"
     );

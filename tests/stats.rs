@@ -74,7 +74,7 @@ fn stats_equal_an_independent_recount() {
         assert_eq!(s.counts, recount(&db, n), "level {n}: histogram");
         // The builder's own tally of won, drawn and lost, from the file's bytes.
         let payload = db.level(n).unwrap().payload(&[]).unwrap();
-        let b = awari::solve::LevelStats::of(&payload);
+        let b = awari::Outcomes::of(&payload);
         assert_eq!((s.won(), s.drawn(), s.lost()), (b.won, b.drawn, b.lost));
         let sum: i64 = payload.iter().map(|&x| x as i8 as i64).sum();
         assert!((s.mean() - sum as f64 / payload.len() as f64).abs() < 1e-12);

@@ -8,10 +8,11 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
+use awari::raw::LevelWriter;
 use awari::reference::Reference;
-use awari::table::{level_path, LevelWriter};
-use awari::verify::{verify, VerifyOptions};
-use awari::{db_dir, legal_moves, Board, Database, Index, Rules};
+use awari::{
+    db_dir, legal_moves, level_path, verify, Board, Database, Index, Rules, VerifyOptions,
+};
 
 mod common;
 

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod build;
 pub mod play;
+pub mod plot;
 pub mod query;
 pub mod share;
 pub mod stats;
@@ -15,7 +16,7 @@ use anyhow::bail;
 /// A `--levels A..=B` argument, parsed (an error says what a range looks like).
 pub fn levels_arg(levels: Option<String>) -> anyhow::Result<Option<RangeInclusive<usize>>> {
     levels
-        .map(|s| awari::verify::parse_levels(&s))
+        .map(|s| awari::parse_levels(&s))
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))
 }

@@ -6,8 +6,8 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::bail;
 
+use awari::level_exists;
 use awari::play::{BadMove, Game, Played, Side};
-use awari::store::level_exists;
 use awari::{db_dir, Board, Database};
 
 use crate::cmd::query::parse_counts;

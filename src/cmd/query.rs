@@ -4,7 +4,7 @@ use std::io::{BufRead, Write};
 
 use anyhow::{bail, Context};
 
-use awari::query::{draw, Line};
+use awari::{draw, Line};
 use awari::{Analysis, Database};
 
 use crate::DbArgs;

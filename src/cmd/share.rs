@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 
 use awari::group;
-use awari::store::LevelStack;
+use awari::pack::LevelStack;
 
 use super::{levels_arg, thread_pool};
 use crate::DbArgs;
@@ -22,7 +22,7 @@ pub fn levels_to_do(
     if !dir.is_dir() {
         bail!("no database in {}", dir.display());
     }
-    let mut v: Vec<usize> = awari::store::list_levels(dir)?
+    let mut v: Vec<usize> = awari::list_levels(dir)?
         .into_iter()
         .filter(|&(_, p)| p == packed)
         .map(|(n, _)| n)
@@ -71,7 +71,7 @@ pub fn cmd_pack(
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
     // The exit model reads the levels below each one packed: keep them as we go up.
-    let keep = opts.model == awari::model::Model::Exits;
+    let keep = opts.model == awari::pack::Model::Exits;
     each_level(db, level, false, keep, threads, |levels, n| {
         awari::pack::pack_level(levels, n, &opts, remove_raw)
     })
@@ -84,7 +84,7 @@ pub fn cmd_unpack(
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
     let dir = awari::db_dir(&db.dir, db.rules, db.pits);
-    let keep = awari::store::has_exit_model(&dir);
+    let keep = awari::pack::has_exit_model(&dir);
     each_level(db, level, true, keep, threads, |levels, n| {
         awari::pack::unpack_level(levels, n, remove_packed)
     })
@@ -128,7 +128,7 @@ pub fn cmd_export(
     let levels = levels_arg(levels)?;
     let (pool, _) = thread_pool(threads)?;
     let rows = pool.install(|| {
-        awari::export::export(&db.dir, db.rules, db.pits, &out, levels, |t| {
+        awari::romein_bal::export(&db.dir, db.rules, db.pits, &out, levels, |t| {
             println!(
                 "level {:>3}: {} ({} bytes)",
                 t.seeds,
@@ -154,7 +154,7 @@ pub fn cmd_import(
     force: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    use awari::export::{import, ImportOptions};
+    use awari::romein_bal::{import, ImportOptions};
     let (pool, _) = thread_pool(threads)?;
     let opts = ImportOptions { pack, force };
     let rows = pool.install(|| {
@@ -178,7 +178,7 @@ pub fn cmd_import(
 
 pub fn cmd_info(dir: PathBuf, check: bool, threads: Option<usize>) -> anyhow::Result<()> {
     let (pool, _) = thread_pool(threads)?;
-    let levels = pool.install(|| awari::store::survey(&dir, check))?;
+    let levels = pool.install(|| awari::pack::survey(&dir, check))?;
     if levels.is_empty() {
         bail!("no levels under {}", dir.display());
     }

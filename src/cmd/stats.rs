@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use awari::group;
-use awari::stats::{check_plot_path, database_stats, write_plot, LevelStats};
+use awari::stats::{database_stats, LevelStats};
+
+use super::plot::{check_plot_path, write_plot};
 
 use super::{levels_arg, thread_pool};
 use crate::DbArgs;

@@ -16,7 +16,7 @@ pub fn cmd_verify(
     deep: bool,
     threads: Option<usize>,
 ) -> anyhow::Result<()> {
-    use awari::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
+    use awari::{verify, LevelCheck, Mismatches, VerifyOptions};
     let levels = levels_arg(levels)?;
     let (pool, threads) = thread_pool(threads)?;
     let opts = VerifyOptions {

@@ -1,4 +1,4 @@
-//! A reference solver written only for the tests: value iteration from zero (DESIGN
+//! A reference solver written only for the tests: value iteration from zero (DESIGN.md
 //! section 2(b)) over every position of a level, stored or not, with positions found by
 //! a hash map (no ranking, no level files, no un-moves). It shares only the rules code
 //! with the builder. Also the shared set-up of the integration tests.

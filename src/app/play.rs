@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
+use crate::app::query::{Analysis, Database};
 use crate::error::{Error, Result};
-use crate::query::{Analysis, Database};
-use crate::rules::{legal_moves, Board, Move};
+use crate::game::rules::{legal_moves, Board, Move};
 
 /// One of the two players of a game.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -359,7 +359,7 @@ impl<'a> Game<'a> {
         Ok(played)
     }
 
-    /// Ends the game if the side to move has no move (DESIGN section 1).
+    /// Ends the game if the side to move has no move (DESIGN.md section 1).
     fn check_end(&mut self) -> Result<()> {
         let a = self.analysis()?;
         if let Some(why) = a.game_over {

@@ -1,97 +1,94 @@
-//! One level's values, whichever file holds them: a raw level ([`crate::table`]) or a
-//! packed one ([`crate::pack`]). Raw and packed levels can mix in one folder; when both
+//! One level's values, whichever file holds them: a raw level ([`crate::db::raw`]) or a
+//! packed one ([`crate::db::pack`]). Raw and packed levels can mix in one folder; when both
 //! files of a level are present, the raw one is read.
 //!
-//! Two ways to read: [`LevelData::stored`] for probes (a packed level decompresses the
+//! Two ways to read: [`LevelFile::stored`] for probes (a packed level decompresses the
 //! block it needs, through a small cache), and [`Values`] for readers that touch a whole
 //! level at random (the builder, verify): a packed level is decompressed once, whole,
 //! into memory. A block takes tens of microseconds to decompress, so a cache in
 //! the solver's inner loop would cost far more than the memory it saves: the memory is
 //! the same as the pages a raw level's map brings in.
 //!
-//! A level packed with the exit model ([`crate::model`]) stores bytes that become values
+//! A level packed with the exit model ([`crate::db::model`]) stores bytes that become values
 //! only with the values of the levels below: a probe resolves them in
-//! [`crate::query::Database`], a whole-level reader passes the lower levels' values
-//! (`below`) to [`LevelData::into_checked_values`], and [`LevelStack`] reads them
+//! [`crate::app::query::Database`], a whole-level reader passes the lower levels' values
+//! (`below`) to [`LevelFile::into_checked_values`], and [`LevelStack`] reads them
 //! bottom-up for readers that do not hold them already.
 
 use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::build::expect;
+use crate::db::layout::{
+    database_dirs, level_path, list_levels, missing_level, packed_path, Expect,
+};
+use crate::db::model::Model;
+use crate::db::pack::{PackHeader, PackedLevel};
+use crate::db::raw::{Check, Header, RawLevel, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
-use crate::index::Index;
-use crate::model::Model;
-use crate::pack::{packed_path, PackHeader, PackedLevel};
-use crate::rules::Rules;
-use crate::table::{level_path, Check, Expect, Header, Level, PAYLOAD_OFFSET};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
 
 /// An open level, raw or packed.
-pub enum LevelData {
-    Raw(Level),
+pub enum LevelFile {
+    Raw(RawLevel),
     Packed(PackedLevel),
 }
 
-/// Whether level `n` has a file (raw or packed) in `dir`.
-pub fn level_exists(dir: &Path, n: usize) -> bool {
-    level_path(dir, n).exists() || packed_path(dir, n).exists()
-}
-
-impl LevelData {
+impl LevelFile {
     /// Opens level `expect.seeds` in `dir`: the raw file if present, else the packed one;
-    /// `None` if there is neither. `check` applies to a raw level as in [`Level::open`]; a
+    /// `None` if there is neither. `check` applies to a raw level as in [`RawLevel::open`]; a
     /// packed level's header and block table are checked, each block when it is
-    /// decompressed, and the payload checksum by [`LevelData::into_checked_values`] or
-    /// [`LevelData::check_checksum`].
-    pub fn open(dir: &Path, expect: &Expect, check: Check) -> Result<Option<LevelData>> {
+    /// decompressed, and the payload checksum by [`LevelFile::into_checked_values`] or
+    /// [`LevelFile::check_checksum`].
+    pub fn open(dir: &Path, expect: &Expect, check: Check) -> Result<Option<LevelFile>> {
         let raw = level_path(dir, expect.seeds);
         if raw.exists() {
-            return Level::open(&raw, expect, check).map(|l| Some(LevelData::Raw(l)));
+            return RawLevel::open(&raw, expect, check).map(|l| Some(LevelFile::Raw(l)));
         }
         let packed = packed_path(dir, expect.seeds);
         if packed.exists() {
-            return PackedLevel::open(&packed, expect).map(|l| Some(LevelData::Packed(l)));
+            return PackedLevel::open(&packed, expect).map(|l| Some(LevelFile::Packed(l)));
         }
         Ok(None)
     }
 
     pub fn header(&self) -> &Header {
         match self {
-            LevelData::Raw(l) => l.header(),
-            LevelData::Packed(l) => l.header(),
+            LevelFile::Raw(l) => l.header(),
+            LevelFile::Packed(l) => l.header(),
         }
     }
 
     pub fn path(&self) -> &Path {
         match self {
-            LevelData::Raw(l) => l.path(),
-            LevelData::Packed(l) => l.path(),
+            LevelFile::Raw(l) => l.path(),
+            LevelFile::Packed(l) => l.path(),
         }
     }
 
     pub fn is_packed(&self) -> bool {
-        matches!(self, LevelData::Packed(_))
+        matches!(self, LevelFile::Packed(_))
     }
 
     /// How the level stores its values: [`Model::Plain`] for a raw level.
     pub fn model(&self) -> Model {
         match self {
-            LevelData::Raw(_) => Model::Plain,
-            LevelData::Packed(l) => l.model(),
+            LevelFile::Raw(_) => Model::Plain,
+            LevelFile::Packed(l) => l.model(),
         }
     }
 
     /// The value of the position with index `i`, for a level that stores values
     /// ([`Model::Plain`]). Fails on a damaged packed block (the error names the level and
     /// the block), and on a level packed with the exit model, whose values need the lower
-    /// levels: probe it through [`crate::query::Database::probe`].
+    /// levels: probe it through [`crate::app::query::Database::probe`].
     #[inline]
     pub fn value(&self, i: u64) -> Result<i8> {
         match self {
-            LevelData::Raw(l) => Ok(l.value(i)),
-            LevelData::Packed(l) if l.model() == Model::Plain => l.stored(i),
-            LevelData::Packed(l) => Err(Error::bad(
+            LevelFile::Raw(l) => Ok(l.value(i)),
+            LevelFile::Packed(l) if l.model() == Model::Plain => l.stored(i),
+            LevelFile::Packed(l) => Err(Error::format(
                 l.path(),
                 format!(
                     "level {} is packed with the exit model: its values need the lower levels (probe it through the database)",
@@ -102,12 +99,12 @@ impl LevelData {
     }
 
     /// The byte stored for the position with index `i`: its value unless the level is
-    /// packed with the exit model (see [`crate::model`]).
+    /// packed with the exit model (see [`crate::db::model`]).
     #[inline]
     pub fn stored(&self, i: u64) -> Result<i8> {
         match self {
-            LevelData::Raw(l) => Ok(l.value(i)),
-            LevelData::Packed(l) => l.stored(i),
+            LevelFile::Raw(l) => Ok(l.value(i)),
+            LevelFile::Packed(l) => l.stored(i),
         }
     }
 
@@ -117,30 +114,30 @@ impl LevelData {
     /// `0..n`.
     pub fn payload(&self, below: &[&[u8]]) -> Result<Cow<'_, [u8]>> {
         match self {
-            LevelData::Raw(l) => Ok(Cow::Borrowed(l.bytes())),
-            LevelData::Packed(l) => l.decode_all(below).map(Cow::Owned),
+            LevelFile::Raw(l) => Ok(Cow::Borrowed(l.bytes())),
+            LevelFile::Packed(l) => l.decode_all(below).map(Cow::Owned),
         }
     }
 
     /// Recomputes the payload checksum (and, packed, every block's) against the file;
-    /// `below` as in [`LevelData::payload`].
+    /// `below` as in [`LevelFile::payload`].
     pub fn check_checksum(&self, below: &[&[u8]]) -> Result<()> {
         match self {
-            LevelData::Raw(l) => l.check_checksum(),
-            LevelData::Packed(l) => l.check_checksum(below),
+            LevelFile::Raw(l) => l.check_checksum(),
+            LevelFile::Packed(l) => l.check_checksum(below),
         }
     }
 
     /// The level for readers of the whole level, its payload checksum checked: a packed
     /// one is decompressed in full (every block checked) and resolved against `below` (as
-    /// in [`LevelData::payload`]).
+    /// in [`LevelFile::payload`]).
     pub fn into_checked_values(self, below: &[&[u8]]) -> Result<Values> {
         match self {
-            LevelData::Raw(l) => {
+            LevelFile::Raw(l) => {
                 l.check_checksum()?;
                 Ok(Values::Mapped(l))
             }
-            LevelData::Packed(l) => l
+            LevelFile::Packed(l) => l
                 .decode_all(below)
                 .map(|v| Values::Owned(v.into_boxed_slice())),
         }
@@ -150,7 +147,7 @@ impl LevelData {
 /// A whole level's values in memory: a raw level's map, a packed level decompressed, or
 /// a bare payload file (a `scores.N` file being imported).
 pub enum Values {
-    Mapped(Level),
+    Mapped(RawLevel),
     Owned(Box<[u8]>),
     File(memmap2::Mmap),
 }
@@ -182,11 +179,11 @@ impl LevelStack {
     /// The levels of the database in `dir`. `keep`: whether [`LevelStack::offer`] keeps
     /// what it is offered (only worth the memory when an exit-model level will be read).
     pub fn new(dir: &Path, rules: Rules, pits: usize, keep: bool) -> Result<LevelStack> {
-        let max = Index::max_supported(pits).map_err(Error::Input)?;
+        let max = Index::max_supported(pits)?;
         Ok(LevelStack {
             dir: dir.to_path_buf(),
             rules,
-            index: Index::new(pits, max).map_err(Error::Input)?,
+            index: Index::new(pits, max)?,
             levels: Vec::new(),
             keep,
         })
@@ -202,7 +199,7 @@ impl LevelStack {
 
     /// What level `n` of this database must be.
     pub fn expect(&self, n: usize) -> Expect {
-        expect(self.rules, &self.index, n)
+        Expect::level(self.rules, &self.index, n)
     }
 
     /// Levels held: `0..len`.
@@ -219,12 +216,10 @@ impl LevelStack {
     pub fn load_below(&mut self, n: usize) -> Result<()> {
         while self.levels.len() < n {
             let m = self.levels.len();
-            let Some(level) = LevelData::open(&self.dir, &self.expect(m), Check::HeaderOnly)?
+            let Some(level) = LevelFile::open(&self.dir, &self.expect(m), Check::HeaderOnly)?
             else {
-                return Err(Error::Input(format!(
-                    "level {m} is not in {}",
-                    self.dir.display()
-                )));
+                let pits = self.index.pits_per_side();
+                return Err(missing_level(&self.dir, self.rules, pits, m, m));
             };
             let values = level.into_checked_values(&self.below(m))?;
             self.levels.push(values);
@@ -244,8 +239,8 @@ impl LevelStack {
     pub fn below_for(&mut self, n: usize, model: Model) -> Result<Vec<&[u8]>> {
         if model == Model::Exits {
             self.load_below(n).map_err(|e| {
-                Error::Input(format!(
-                    "level {n} is packed with the exit model and needs the levels below it: {e}"
+                e.context(format!(
+                    "level {n} is packed with the exit model and needs the levels below it"
                 ))
             })?;
         }
@@ -279,30 +274,6 @@ pub fn has_exit_model(dir: &Path) -> bool {
     })
 }
 
-/// The level files in one database folder: `(n, packed)` in order of `n`, then raw
-/// before packed. Temporary and foreign files are skipped.
-pub fn list_levels(dir: &Path) -> Result<Vec<(usize, bool)>> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(rest) = name.strip_prefix("level-") else {
-            continue;
-        };
-        let (num, packed) = match (rest.strip_suffix(".awl"), rest.strip_suffix(".awp")) {
-            (Some(num), _) => (num, false),
-            (_, Some(num)) => (num, true),
-            _ => continue,
-        };
-        if let Ok(n) = num.parse::<usize>() {
-            out.push((n, packed));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// One level file found by [`survey`].
 #[derive(Clone, Debug)]
 pub struct LevelInfo {
@@ -327,23 +298,8 @@ pub struct LevelInfo {
 /// Every level file under `root`, in every database folder (`<rules>-<P>`), in order of
 /// rules, P and level. `check`: recompute every checksum (decompressing packed levels).
 pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
-    let mut dbs = Vec::new();
-    for entry in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
-        let entry = entry.map_err(|e| Error::io(root, e))?;
-        let name = entry.file_name();
-        let Some((rules, pits)) = name.to_str().and_then(|s| s.rsplit_once('-')) else {
-            continue;
-        };
-        let (Ok(rules), Ok(pits)) = (rules.parse::<Rules>(), pits.parse::<usize>()) else {
-            continue;
-        };
-        if entry.path().is_dir() && Index::max_supported(pits).is_ok() {
-            dbs.push((rules.code(), pits, rules, entry.path()));
-        }
-    }
-    dbs.sort_by_key(|d| (d.0, d.1));
     let mut out = Vec::new();
-    for (_, pits, rules, dir) in dbs {
+    for (rules, pits, dir) in database_dirs(root)? {
         // With --check, the values of the levels checked so far, for exit-model levels.
         let mut stack = LevelStack::new(&dir, rules, pits, check && has_exit_model(&dir))?;
         let max = stack.index().max_seeds();
@@ -368,10 +324,7 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
                     if l.model() == Model::Exits {
                         // Levels below that are missing or damaged fail here, named.
                         stack.load_below(n).map_err(|e| {
-                            Error::bad(
-                                &path,
-                                format!("cannot be checked without the levels below it: {e}"),
-                            )
+                            e.context("cannot be checked without the levels below it")
                         })?;
                     }
                     let values = l.decode_all(&stack.below(n))?;
@@ -384,7 +337,7 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
                 } else {
                     Check::HeaderOnly
                 };
-                Level::open(&path, &want, how).map(|l| {
+                RawLevel::open(&path, &want, how).map(|l| {
                     if check {
                         stack.offer(n, Values::Mapped(l));
                     }
@@ -399,10 +352,7 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
                 model,
                 bytes,
                 raw_bytes: PAYLOAD_OFFSET as u64 + want.positions,
-                problem: opened.err().map(|e| match e {
-                    Error::BadLevel { problem, .. } => problem,
-                    e => e.to_string(),
-                }),
+                problem: opened.err().map(Error::into_problem),
                 checked: check,
                 path,
             });

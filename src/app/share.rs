@@ -1,5 +1,5 @@
 //! Romein and Bal's `scores.N` files: the published Awari database, one file per level,
-//! one signed byte per position in the order of DESIGN section 3 and nothing else (no
+//! one signed byte per position in the order of DESIGN.md section 3 and nothing else (no
 //! header, no checksum). Levels of this tool's `awari` rules with 6 pits per side have
 //! exactly that payload, so export writes the payload alone and import wraps a `scores.N`
 //! file in a native level (header, checksum), raw or packed. Their files do not hold the
@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use crate::build::{db_dir, expect};
+use crate::db::layout::{db_dir, level_exists, level_path, list_levels, packed_path, Expect};
+use crate::db::model::Model;
+use crate::db::pack::{pack_payload, PackOptions, PackedLevel};
+use crate::db::raw::{Check, LevelWriter, RawLevel, TmpFile, PAYLOAD_OFFSET};
+use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
-use crate::index::Index;
-use crate::model::Model;
-use crate::pack::{pack_payload, packed_path, PackOptions};
-use crate::rules::Rules;
-use crate::store::{has_exit_model, level_exists, list_levels, LevelData, LevelStack, Values};
-use crate::table::{level_path, Check, LevelWriter, TmpFile};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
 
 /// The file of level `n` in a folder of Romein-Bal files.
 pub fn scores_path(dir: &Path, n: usize) -> PathBuf {
@@ -56,8 +56,8 @@ pub fn export(
 ) -> Result<Vec<Transfer>> {
     check_romein_bal(rules, pits)?;
     let dir = db_dir(root, rules, pits);
-    let max = Index::max_supported(pits).map_err(Error::Input)?;
-    let index = Index::new(pits, max).map_err(Error::Input)?;
+    let max = Index::max_supported(pits)?;
+    let index = Index::new(pits, max)?;
     let mut levels: Vec<usize> = if dir.is_dir() {
         list_levels(&dir)?.into_iter().map(|(n, _)| n).collect()
     } else {
@@ -84,7 +84,7 @@ pub fn export(
     let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;
     let mut done = Vec::new();
     for n in levels {
-        let level = LevelData::open(&dir, &expect(rules, &index, n), Check::HeaderOnly)?
+        let level = LevelFile::open(&dir, &Expect::level(rules, &index, n), Check::HeaderOnly)?
             .expect("listed level exists");
         // Every checksum checked: a raw level's here, a packed one's blocks and payload
         // as it decompresses.
@@ -129,8 +129,8 @@ pub fn import(
     mut report: impl FnMut(&Transfer),
 ) -> Result<Vec<Transfer>> {
     check_romein_bal(rules, pits)?;
-    let max = Index::max_supported(pits).map_err(Error::Input)?;
-    let index = Index::new(pits, max).map_err(Error::Input)?;
+    let max = Index::max_supported(pits)?;
+    let index = Index::new(pits, max)?;
     let mut found = Vec::new();
     for entry in fs::read_dir(src).map_err(|e| Error::io(src, e))? {
         let entry = entry.map_err(|e| Error::io(src, e))?;
@@ -241,4 +241,130 @@ pub fn import(
         done.push(t);
     }
     Ok(done)
+}
+
+/// What packing or unpacking one level did.
+#[derive(Clone, Copy, Debug)]
+pub struct PackReport {
+    pub seeds: usize,
+    pub positions: u64,
+    /// Size of the raw level file.
+    pub raw_bytes: u64,
+    /// Size of the packed level file.
+    pub packed_bytes: u64,
+    pub model: Model,
+    pub seconds: f64,
+}
+
+/// Packs the raw level `n` of the database of `levels` (its checksum checked first) into
+/// a packed file beside it. With [`Model::Exits`], the levels below are read through
+/// `levels` (which keeps them for the next level up). With `remove_raw`, the pack is
+/// decompressed and compared with the raw level before the raw file is removed.
+pub fn pack_level(
+    levels: &mut LevelStack,
+    n: usize,
+    opts: &PackOptions,
+    remove_raw: bool,
+) -> Result<PackReport> {
+    let t0 = std::time::Instant::now();
+    let dir = levels.dir().to_path_buf();
+    let expect = levels.expect(n);
+    let raw_path = level_path(&dir, n);
+    let out = packed_path(&dir, n);
+    if !raw_path.exists() {
+        return Err(Error::Input(if out.exists() {
+            format!(
+                "level {n} in {} is already packed ({})",
+                dir.display(),
+                out.display()
+            )
+        } else {
+            format!("level {n} is not in {}", dir.display())
+        }));
+    }
+    let raw = RawLevel::open(&raw_path, &expect, Check::Full)?;
+    if opts.model == Model::Exits {
+        levels.load_below(n).map_err(|e| {
+            Error::Input(format!(
+                "packing level {n} with the exit model needs the levels below it: {}; `--model plain` packs it alone",
+                e.one_line()
+            ))
+        })?;
+    }
+    let below = levels.below(n);
+    let h = raw.header();
+    pack_payload(&out, h.rules, h.pits, h.seeds, raw.bytes(), opts, &below)?;
+    let packed = PackedLevel::open(&out, &expect)?;
+    let values = if remove_raw {
+        let values = packed.decode_all(&below)?;
+        if values != raw.bytes() {
+            return Err(Error::format(
+                &out,
+                "the pack does not decompress to the raw level; raw level kept",
+            ));
+        }
+        drop(raw);
+        fs::remove_file(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
+        Values::Owned(values.into_boxed_slice())
+    } else {
+        Values::Mapped(raw)
+    };
+    drop(below);
+    levels.offer(n, values);
+    Ok(PackReport {
+        seeds: n,
+        positions: expect.positions,
+        raw_bytes: (PAYLOAD_OFFSET as u64) + expect.positions,
+        packed_bytes: packed.file_len(),
+        model: opts.model,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Restores the raw level `n` of the database of `levels` from its pack, byte for byte
+/// (every block and the payload checksum checked; with [`Model::Exits`] the levels below
+/// are read through `levels`). With `remove_packed`, the pack is removed once the raw
+/// level is in place.
+pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> Result<PackReport> {
+    let t0 = std::time::Instant::now();
+    let dir = levels.dir().to_path_buf();
+    let path = packed_path(&dir, n);
+    if !path.exists() {
+        return Err(Error::Input(format!(
+            "level {n} has no packed file in {} ({} not found)",
+            dir.display(),
+            path.display()
+        )));
+    }
+    let packed = PackedLevel::open(&path, &levels.expect(n))?;
+    let payload = packed.decode_all(&levels.below_for(n, packed.model())?)?;
+    let h = *packed.header();
+    let raw_path = level_path(&dir, n);
+    let mut w = LevelWriter::create(&raw_path, h.rules, h.pits, h.seeds, h.positions)?;
+    w.write(&payload)?;
+    w.finish()?;
+    drop(payload);
+    let (packed_bytes, model) = (packed.file_len(), packed.model());
+    drop(packed);
+    if remove_packed {
+        fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+    }
+    if levels.wants(n) {
+        levels.offer(
+            n,
+            Values::Mapped(RawLevel::open(
+                &raw_path,
+                &levels.expect(n),
+                Check::HeaderOnly,
+            )?),
+        );
+    }
+    Ok(PackReport {
+        seeds: n,
+        positions: h.positions,
+        raw_bytes: (PAYLOAD_OFFSET as u64) + h.positions,
+        packed_bytes,
+        model,
+        seconds: t0.elapsed().as_secs_f64(),
+    })
 }

@@ -1,4 +1,4 @@
-//! Verifying a built database: headers and checksums, the local equation of DESIGN
+//! Verifying a built database: headers and checksums, the local equation of DESIGN.md
 //! section 2 on every stored position, and (`deep`) a second, independent solution of
 //! every level compared byte for byte.
 //!
@@ -8,7 +8,7 @@
 //! byte and most solver bugs, but not a wrong value that is consistent round a cycle:
 //! that equation has other solutions than the true values.
 //!
-//! The deep check solves each level again by the threshold attractors of DESIGN section
+//! The deep check solves each level again by the threshold attractors of DESIGN.md section
 //! 2(a), every threshold at once, by forward sweeps that use only [`legal_moves`]: no
 //! un-moves, no counters, nothing of `solve.rs`. For a position `p` let `w(p)` be the
 //! largest `t >= 1` such that the side to move can force a capture or game end worth
@@ -26,21 +26,21 @@
 //! `w` or `-l`, another the exit `b`: two bytes per position.
 
 use std::ops::RangeInclusive;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
-use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::build::{build_command, db_dir, expect, level_bar};
+use crate::db::layout::{build_command, db_dir, missing_level, present_levels, Expect};
+use crate::db::model::Model;
+use crate::db::raw::Check;
+use crate::db::store::{LevelFile, Values};
 use crate::error::{Error, Result};
-use crate::index::Index;
-use crate::model::Model;
-use crate::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
-use crate::solve::prefetch;
-use crate::store::{level_exists, LevelData, Values};
-use crate::table::Check;
+use crate::game::index::Index;
+use crate::game::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
+use crate::game::scan::NO_EXIT;
+use crate::util::{prefetch, LevelBar};
 
 /// Mismatches kept per level and check (the first ones in index order).
 pub const SAMPLES: usize = 5;
@@ -49,8 +49,6 @@ const CHUNK: u64 = 1 << 14;
 /// Positions whose moves are generated before any child value is read, so that the
 /// random reads of a batch overlap (as in the solver's forward pass).
 const BATCH: usize = 16;
-/// `b` of a position with no capture, forced move or game end.
-const NO_EXIT: i8 = i8::MIN;
 
 /// What to verify.
 #[derive(Clone, Debug)]
@@ -155,15 +153,6 @@ pub fn parse_levels(s: &str) -> std::result::Result<RangeInclusive<usize>, Strin
     Ok(a..=b)
 }
 
-/// The highest `n` such that levels `0..=n` all have a file (raw or packed) in `dir`.
-pub fn present_levels(dir: &Path) -> Option<usize> {
-    let mut n = 0;
-    while level_exists(dir, n) {
-        n += 1;
-    }
-    n.checked_sub(1)
-}
-
 /// Verifies the levels asked for, calling `report` after each. Fails (an `Err`) only
 /// when a level cannot be read at all: missing, truncated, of another database, or a
 /// damaged level below the range, which the checked levels read. Checksum and value
@@ -187,20 +176,14 @@ pub fn verify(
         }
     };
     let (first, last) = (*range.start(), *range.end());
-    let index = Index::new(opts.pits, last).map_err(Error::Input)?;
+    let index = Index::new(opts.pits, last)?;
     let mut levels = Vec::with_capacity(last + 1);
     // What is wrong with the checksums of each checked level (a damaged block named).
     let mut checksum_problems: Vec<Option<String>> = Vec::with_capacity(last + 1);
     for n in 0..=last {
-        let want = expect(opts.rules, &index, n);
-        let Some(level) = LevelData::open(&dir, &want, Check::HeaderOnly)? else {
-            return Err(Error::MissingLevel {
-                seeds: n,
-                rules: opts.rules,
-                pits: opts.pits,
-                dir: dir.clone(),
-                command: build_command(&opts.root, opts.rules, opts.pits, last),
-            });
+        let want = Expect::level(opts.rules, &index, n);
+        let Some(level) = LevelFile::open(&dir, &want, Check::HeaderOnly)? else {
+            return Err(missing_level(&dir, opts.rules, opts.pits, n, last));
         };
         // Levels below the range are trusted inputs: refuse them if damaged. Checked
         // levels report a bad checksum or block and still get their values checked, so
@@ -209,14 +192,11 @@ pub fn verify(
         let mut problem = None;
         let values = match level {
             level if n < first => level.into_checked_values(&below)?,
-            LevelData::Raw(l) => {
-                problem = l.check_checksum().err().map(|e| match e {
-                    Error::BadLevel { problem, .. } => problem,
-                    e => e.to_string(),
-                });
+            LevelFile::Raw(l) => {
+                problem = l.check_checksum().err().map(Error::into_problem);
                 Values::Mapped(l)
             }
-            LevelData::Packed(l) => {
+            LevelFile::Packed(l) => {
                 let mut bytes = vec![0u8; l.header().positions as usize];
                 let problems = l.decode_into(&mut bytes);
                 // With the exit model, the values come from the levels below: a damaged
@@ -226,6 +206,7 @@ pub fn verify(
                     let all: Vec<String> = problems.iter().map(|p| l.describe(p)).collect();
                     problem = Some(all.join("; "));
                 } else if let Err(e) = l.check_payload(&bytes) {
+                    let e = e.into_problem();
                     let damaged_below = (first..n).find(|&m| checksum_problems[m].is_some());
                     problem = Some(match damaged_below {
                         Some(m) if l.model() == Model::Exits => format!(
@@ -251,20 +232,20 @@ pub fn verify(
             n,
             levels: &bytes,
         };
-        let pb = level_bar(opts.progress, index.level_size(n), n, "local");
-        let mismatches = ctx.local_check(&pb);
+        let bar = LevelBar::new(opts.progress, index.level_size(n), n, "local");
+        let mismatches = ctx.local_check(&bar);
         let seconds = t0.elapsed().as_secs_f64();
         let deep = opts.deep.then(|| {
             let t0 = Instant::now();
-            pb.set_message("deep");
-            let (sweeps, mismatches) = ctx.deep_check(&pb);
+            bar.phase("deep", 0);
+            let (sweeps, mismatches) = ctx.deep_check(&bar);
             DeepCheck {
                 sweeps,
                 mismatches,
                 seconds: t0.elapsed().as_secs_f64(),
             }
         });
-        pb.finish_and_clear();
+        bar.finish();
         let r = LevelCheck {
             seeds: n,
             positions: index.level_size(n),
@@ -407,7 +388,7 @@ impl Ctx<'_> {
     }
 
     /// The local check: every stored value against the values of its children.
-    fn local_check(&self, pb: &ProgressBar) -> Mismatches {
+    fn local_check(&self, bar: &LevelBar) -> Mismatches {
         let here = self.levels[self.n];
         (0..self.chunks())
             .into_par_iter()
@@ -451,7 +432,7 @@ impl Ctx<'_> {
                             }
                         }
                     }
-                    pb.inc(end - start);
+                    bar.inc(end - start);
                     found
                 },
             )
@@ -469,7 +450,7 @@ impl Ctx<'_> {
     /// When nothing is left to do, one more full sweep must change nothing: then the
     /// values are a fixpoint not above the least one, so they are the least one. If it
     /// changes something (the schedule missed a position), the rounds go on.
-    fn deep_check(&self, pb: &ProgressBar) -> (u32, Mismatches) {
+    fn deep_check(&self, bar: &LevelBar) -> (u32, Mismatches) {
         let size = self.index.level_size(self.n) as usize;
         // b: best exit per position, found in the first sweep. s: w, or -l.
         let exits: Vec<AtomicI8> = (0..size).map(|_| AtomicI8::new(NO_EXIT)).collect();
@@ -482,8 +463,7 @@ impl Ctx<'_> {
         let mut first = true;
         loop {
             rounds += 1;
-            pb.set_message(format!("deep round {rounds}"));
-            pb.set_position(0);
+            bar.phase(&format!("deep round {rounds}"), 0);
             let changed = AtomicBool::new(false);
             (0..self.chunks()).into_par_iter().for_each_init(
                 || Batch::new(self.index.pits_per_side()),
@@ -495,7 +475,7 @@ impl Ctx<'_> {
                         todo.count(start, end)
                     };
                     if marked == 0 {
-                        pb.inc(end - start);
+                        bar.inc(end - start);
                         return;
                     }
                     // Dense: step through the chunk; sparse: unrank each marked one.
@@ -525,7 +505,7 @@ impl Ctx<'_> {
                     if any {
                         changed.store(true, Relaxed);
                     }
-                    pb.inc(end - start);
+                    bar.inc(end - start);
                 },
             );
             let changed = changed.load(Relaxed);

@@ -1,5 +1,5 @@
 //! The game: boards of 2 x P pits, moves, captures, game ends and un-moves, under the two
-//! rule sets of DESIGN section 1.
+//! rule sets of DESIGN.md section 1.
 //!
 //! A board is always seen from the side to move: pits `0..P` are its own, `P..2P` the
 //! opponent's, numbered counter-clockwise. After a move the board is turned round, so a
@@ -7,6 +7,8 @@
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::error::{Error, Result};
 
 /// Most pits per side the builder supports.
 pub const MAX_PITS: usize = 8;
@@ -90,12 +92,13 @@ impl Board {
 
     /// A board from `2P` counts, side to move first. Errors say what is wrong, in words a
     /// user can act on.
-    pub fn from_counts(p: usize, counts: &[u32]) -> Result<Board, String> {
+    pub fn from_counts(p: usize, counts: &[u32]) -> Result<Board> {
+        let bad = |msg: String| Err(Error::Input(msg));
         if !(2..=MAX_PITS).contains(&p) {
-            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+            return bad(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
         }
         if counts.len() != 2 * p {
-            return Err(format!(
+            return bad(format!(
                 "a board of {p} pits per side needs {} pit counts, got {}",
                 2 * p,
                 counts.len()
@@ -103,7 +106,7 @@ impl Board {
         }
         let total: u64 = counts.iter().map(|&c| c as u64).sum();
         if total > MAX_SEEDS as u64 {
-            return Err(format!(
+            return bad(format!(
                 "{total} seeds on the board; at most {MAX_SEEDS} are supported"
             ));
         }

@@ -2,7 +2,7 @@
 //! values, each block compressed on its own with zstd, so that a probe decompresses one
 //! block and a damaged byte is found and named by its block.
 //!
-//! What the blocks hold depends on the value model (byte 52, [`crate::model`]): the
+//! What the blocks hold depends on the value model (byte 52, [`crate::db::model`]): the
 //! values themselves (`plain`), or bytes from which the values come back with the lower
 //! levels' values (`exits`, the default: about 1.27 times smaller). Either way the payload
 //! checksum is that of the true values, the same number as in the raw level's header, and
@@ -16,7 +16,7 @@
 //! | 8..12           | format version (2; version 1 files have no model byte and read as `plain`) |
 //! | 12              | rule set (0 awari, 1 oware) |
 //! | 13              | pits per side P |
-//! | 14              | index scheme (1 = Romein-Bal order, DESIGN section 3) |
+//! | 14              | index scheme (1 = Romein-Bal order, DESIGN.md section 3) |
 //! | 15              | complete mark (1) |
 //! | 16..20          | seeds n (the level) |
 //! | 20..24          | values per block `S` (the last block may be shorter) |
@@ -35,7 +35,7 @@
 //! compressed independently (in parallel) at a fixed level, so the same level packs to
 //! the same bytes with any number of threads.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -43,15 +43,12 @@ use memmap2::Mmap;
 use rayon::prelude::*;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+use crate::db::layout::Expect;
+use crate::db::model::{fill_block, resolve_level, Model};
+use crate::db::raw::{check_expected, checksum, Header, TmpFile, INDEX_ROMEIN_BAL};
 use crate::error::{Error, Result};
-use crate::index::Index;
-use crate::model::{fill_block, resolve_level, Model};
-use crate::rules::Rules;
-use crate::store::{LevelStack, Values};
-use crate::table::{
-    checksum, level_path, Check, Expect, Header, Level, LevelWriter, TmpFile, INDEX_ROMEIN_BAL,
-    PAYLOAD_OFFSET,
-};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
 
 pub const MAGIC: [u8; 8] = *b"AWARIPK\0";
 /// The version written. Version 1 (no model byte) is still read, as [`Model::Plain`].
@@ -68,11 +65,6 @@ const WRITE_BATCH: usize = 256;
 /// Decompressed blocks kept per packed level for probes: shards x ways x 16 KiB = 512 KiB.
 const CACHE_SHARDS: usize = 8;
 const CACHE_WAYS: usize = 4;
-
-/// The file name of packed level `n` in a database folder.
-pub fn packed_path(dir: &Path, n: usize) -> PathBuf {
-    dir.join(format!("level-{n:03}.awp"))
-}
 
 /// How to pack.
 #[derive(Clone, Copy, Debug)]
@@ -145,9 +137,13 @@ impl PackHeader {
         }
     }
 
-    /// Decodes the header of a packed file (`file` is the whole file); the error says
-    /// what is wrong with it.
-    pub fn decode(file: &[u8]) -> std::result::Result<PackHeader, String> {
+    /// Decodes the header of the packed file at `path` (`file` is the whole file); the
+    /// error says what is wrong with it.
+    pub fn decode(path: &Path, file: &[u8]) -> Result<PackHeader> {
+        PackHeader::decode_fields(file).map_err(|problem| Error::format(path, problem))
+    }
+
+    fn decode_fields(file: &[u8]) -> std::result::Result<PackHeader, String> {
         if file.len() < HEADER_LEN {
             return Err(format!(
                 "truncated: {} bytes, shorter than the {HEADER_LEN}-byte header",
@@ -229,7 +225,7 @@ pub struct BlockProblem {
 /// An open packed level: the file memory-mapped, blocks decompressed when a probe needs
 /// them and kept in a small cache. What it stores is a value only with [`Model::Plain`]:
 /// with [`Model::Exits`], [`PackedLevel::stored`] bytes become values through
-/// [`crate::query::Database::probe`], and whole levels through [`PackedLevel::decode_all`]
+/// [`crate::app::query::Database::probe`], and whole levels through [`PackedLevel::decode_all`]
 /// given the lower levels' values.
 pub struct PackedLevel {
     path: PathBuf,
@@ -247,8 +243,8 @@ impl PackedLevel {
         // SAFETY: as for raw levels, packs are written once and renamed into place; a file
         // changed underneath is caught by the checksums.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let header = PackHeader::decode(&map).map_err(|p| Error::bad(path, p))?;
-        crate::table::check_expected(path, &header.level, expect)?;
+        let header = PackHeader::decode(path, &map)?;
+        check_expected(path, &header.level, expect)?;
         let level = PackedLevel {
             path: path.to_path_buf(),
             header,
@@ -264,11 +260,14 @@ impl PackedLevel {
         let b = self.header.blocks;
         let start = (HEADER_LEN + PackHeader::table_len(b)) as u64;
         if self.offset(0) != start {
-            return Err(Error::bad(&self.path, "damaged block table (first offset)"));
+            return Err(Error::format(
+                &self.path,
+                "damaged block table (first offset)",
+            ));
         }
         for i in 0..b {
             if self.offset(i + 1) < self.offset(i) {
-                return Err(Error::bad(
+                return Err(Error::format(
                     &self.path,
                     format!("damaged block table (offset of block {})", i + 1),
                 ));
@@ -277,7 +276,7 @@ impl PackedLevel {
         let want = self.offset(b);
         let len = self.map.len() as u64;
         if len != want {
-            return Err(Error::bad(
+            return Err(Error::format(
                 &self.path,
                 format!(
                     "{len} bytes, expected {want}: {}",
@@ -369,7 +368,7 @@ impl PackedLevel {
 
     /// The error for a damaged block: names the level and the block.
     pub fn block_error(&self, p: &BlockProblem) -> Error {
-        Error::bad(&self.path, self.describe(p))
+        Error::format(&self.path, self.describe(p))
     }
 
     /// "level 7, block 0 of 1 (positions 0..31812): damaged (...)".
@@ -434,7 +433,7 @@ impl PackedLevel {
                 below.len()
             )));
         }
-        let index = Index::new(h.pits, n).map_err(|e| Error::bad(&self.path, e))?;
+        let index = Index::new(h.pits, n)?;
         resolve_level(h.rules, &index, n, &below[..n], values);
         Ok(())
     }
@@ -448,19 +447,21 @@ impl PackedLevel {
             return Err(self.block_error(p));
         }
         self.resolve(below, &mut out)?;
-        self.check_payload(&out)
-            .map_err(|p| Error::bad(&self.path, p))?;
+        self.check_payload(&out)?;
         Ok(out)
     }
 
     /// Compares the checksum of the level's values (decompressed and resolved) with the
     /// header.
-    pub fn check_payload(&self, payload: &[u8]) -> std::result::Result<(), String> {
+    pub fn check_payload(&self, payload: &[u8]) -> Result<()> {
         let got = checksum(payload);
         if got != self.header.level.checksum {
-            return Err(format!(
-                "damaged payload (checksum {got:016x}, header says {:016x})",
-                self.header.level.checksum
+            return Err(Error::format(
+                &self.path,
+                format!(
+                    "damaged payload (checksum {got:016x}, header says {:016x})",
+                    self.header.level.checksum
+                ),
             ));
         }
         Ok(())
@@ -544,7 +545,7 @@ pub fn pack_payload(
                 below.len()
             )))
         }
-        Model::Exits => Some(Index::new(pits, seeds).map_err(Error::Input)?),
+        Model::Exits => Some(Index::new(pits, seeds)?),
     };
     let positions = payload.len() as u64;
     let blocks = positions.div_ceil(opts.block as u64);
@@ -587,7 +588,10 @@ pub fn pack_payload(
                 zstd::bulk::compress(stored, opts.zstd_level).map(|z| (z, xxh3_64(stored)))
             })
             .collect::<std::io::Result<_>>()
-            .map_err(|e| Error::Input(format!("zstd: {e}")))?;
+            .map_err(|source| Error::Compression {
+                path: path.to_path_buf(),
+                source,
+            })?;
         for (z, sum) in packed {
             offsets.push(at);
             sums.push(sum);
@@ -605,134 +609,12 @@ pub fn pack_payload(
     Ok(header)
 }
 
-/// What packing or unpacking one level did.
-#[derive(Clone, Copy, Debug)]
-pub struct PackReport {
-    pub seeds: usize,
-    pub positions: u64,
-    /// Size of the raw level file.
-    pub raw_bytes: u64,
-    /// Size of the packed level file.
-    pub packed_bytes: u64,
-    pub model: Model,
-    pub seconds: f64,
-}
-
-/// Packs the raw level `n` of the database of `levels` (its checksum checked first) into
-/// a packed file beside it. With [`Model::Exits`], the levels below are read through
-/// `levels` (which keeps them for the next level up). With `remove_raw`, the pack is
-/// decompressed and compared with the raw level before the raw file is removed.
-pub fn pack_level(
-    levels: &mut LevelStack,
-    n: usize,
-    opts: &PackOptions,
-    remove_raw: bool,
-) -> Result<PackReport> {
-    let t0 = std::time::Instant::now();
-    let dir = levels.dir().to_path_buf();
-    let expect = levels.expect(n);
-    let raw_path = level_path(&dir, n);
-    let out = packed_path(&dir, n);
-    if !raw_path.exists() {
-        return Err(Error::Input(if out.exists() {
-            format!(
-                "level {n} in {} is already packed ({})",
-                dir.display(),
-                out.display()
-            )
-        } else {
-            format!("level {n} is not in {}", dir.display())
-        }));
-    }
-    let raw = Level::open(&raw_path, &expect, Check::Full)?;
-    if opts.model == Model::Exits {
-        levels.load_below(n).map_err(|e| {
-            Error::Input(format!(
-                "packing level {n} with the exit model needs the levels below it: {e}; `--model plain` packs it alone"
-            ))
-        })?;
-    }
-    let below = levels.below(n);
-    let h = raw.header();
-    pack_payload(&out, h.rules, h.pits, h.seeds, raw.bytes(), opts, &below)?;
-    let packed = PackedLevel::open(&out, &expect)?;
-    let values = if remove_raw {
-        let values = packed.decode_all(&below)?;
-        if values != raw.bytes() {
-            return Err(Error::bad(
-                &out,
-                "the pack does not decompress to the raw level; raw level kept",
-            ));
-        }
-        drop(raw);
-        fs::remove_file(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
-        Values::Owned(values.into_boxed_slice())
-    } else {
-        Values::Mapped(raw)
-    };
-    drop(below);
-    levels.offer(n, values);
-    Ok(PackReport {
-        seeds: n,
-        positions: expect.positions,
-        raw_bytes: (PAYLOAD_OFFSET as u64) + expect.positions,
-        packed_bytes: packed.file_len(),
-        model: opts.model,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
-}
-
-/// Restores the raw level `n` of the database of `levels` from its pack, byte for byte
-/// (every block and the payload checksum checked; with [`Model::Exits`] the levels below
-/// are read through `levels`). With `remove_packed`, the pack is removed once the raw
-/// level is in place.
-pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> Result<PackReport> {
-    let t0 = std::time::Instant::now();
-    let dir = levels.dir().to_path_buf();
-    let path = packed_path(&dir, n);
-    if !path.exists() {
-        return Err(Error::Input(format!(
-            "level {n} has no packed file in {} ({} not found)",
-            dir.display(),
-            path.display()
-        )));
-    }
-    let packed = PackedLevel::open(&path, &levels.expect(n))?;
-    let payload = packed.decode_all(&levels.below_for(n, packed.model())?)?;
-    let h = *packed.header();
-    let raw_path = level_path(&dir, n);
-    let mut w = LevelWriter::create(&raw_path, h.rules, h.pits, h.seeds, h.positions)?;
-    w.write(&payload)?;
-    w.finish()?;
-    drop(payload);
-    let (packed_bytes, model) = (packed.file_len(), packed.model());
-    drop(packed);
-    if remove_packed {
-        fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
-    }
-    if levels.wants(n) {
-        levels.offer(
-            n,
-            Values::Mapped(Level::open(
-                &raw_path,
-                &levels.expect(n),
-                Check::HeaderOnly,
-            )?),
-        );
-    }
-    Ok(PackReport {
-        seeds: n,
-        positions: h.positions,
-        raw_bytes: (PAYLOAD_OFFSET as u64) + h.positions,
-        packed_bytes,
-        model,
-        seconds: t0.elapsed().as_secs_f64(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
+    use crate::db::layout::packed_path;
 
     fn expect(positions: u64) -> Expect {
         Expect {
@@ -829,11 +711,11 @@ mod tests {
     /// values come back whole with the levels below, and damage is named.
     #[test]
     fn exit_model_round_trip() {
-        use crate::store::LevelData;
+        use crate::db::store::LevelFile;
         let dir = tempfile::tempdir().unwrap();
         let (rules, pits, top) = (Rules::Oware, 4, 11);
         let index = Index::new(pits, top).unwrap();
-        let levels = crate::solve::solve_in_memory(rules, &index, top);
+        let levels = crate::solve::level::solve_in_memory(rules, &index, top);
         let all: Vec<&[u8]> = levels.iter().map(Vec::as_slice).collect();
         let opts = PackOptions {
             zstd_level: 3,
@@ -843,7 +725,7 @@ mod tests {
         for n in 0..=top {
             let (truth, below) = (all[n], &all[..n]);
             let path = packed_path(dir.path(), n);
-            let want = crate::build::expect(rules, &index, n);
+            let want = Expect::level(rules, &index, n);
             let h = pack_payload(&path, rules, pits, n, truth, &opts, below).unwrap();
             assert_eq!(h.level.checksum, checksum(truth));
             let l = PackedLevel::open(&path, &want).unwrap();
@@ -870,7 +752,7 @@ mod tests {
                     e.contains("exit model") && e.contains("levels 0..11"),
                     "{e}"
                 );
-                let e = LevelData::Packed(l).value(0).unwrap_err().to_string();
+                let e = LevelFile::Packed(l).value(0).unwrap_err().to_string();
                 assert!(e.contains("exit model"), "{e}");
                 // A flipped byte in the last block: named by level and block.
                 let mut bad = fs::read(&path).unwrap();

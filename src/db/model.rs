@@ -20,15 +20,15 @@
 //! against 2.15 at zstd level 9). The fill restarts at
 //! each block, so blocks stay independent. The price: a level cannot be read alone. A
 //! probe computes `b` from the lower levels (one probe per capture, recursively; see
-//! [`crate::query::Database::probe`]), and a whole-level reader resolves every position
+//! [`crate::app::query::Database::probe`]), and a whole-level reader resolves every position
 //! against the lower levels' true values ([`resolve_level`]).
 
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::index::Index;
-use crate::rules::{for_each_exit, Board, Exits, Rules, MAX_PITS};
-use crate::solve::prefetch;
+use crate::game::index::Index;
+use crate::game::rules::{for_each_exit, Board, Exits, Rules};
+use crate::game::scan::{scan_exits, NO_EXIT};
 
 /// How a packed level stores its values (byte 52 of the packed header).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -92,9 +92,6 @@ pub enum Bound {
     Open,
 }
 
-/// The best capture so far when there is none.
-const NO_EXIT: i8 = i8::MIN;
-
 impl Bound {
     /// From what [`for_each_exit`] returned for a position of `n` seeds and the best
     /// `captured - v(child)` over its captures (`NO_EXIT` if none).
@@ -155,10 +152,6 @@ pub fn bound_of(
     }
 }
 
-/// Positions whose moves are generated before their lower-level values are read, so that
-/// the random reads overlap (as in the solver's forward pass).
-const BATCH: usize = 16;
-
 /// Calls `f(j, bound)` for the positions `start + j`, `j` in `0..len` in order, of level
 /// `n`, reading captures from `below` (true values of the lower levels).
 #[inline]
@@ -171,39 +164,9 @@ fn for_each_bound(
     len: usize,
     mut f: impl FnMut(usize, Bound),
 ) {
-    if len == 0 {
-        return;
-    }
-    let mut board = index.unrank(n, start);
-    let mut exits = [Exits::AllEnd; BATCH];
-    let mut best = [NO_EXIT; BATCH];
-    let mut reads = [(0u8, 0u8, 0u64); BATCH * MAX_PITS];
-    let mut i = 0;
-    while i < len {
-        let k = (len - i).min(BATCH);
-        let mut nreads = 0;
-        for (slot, e) in exits[..k].iter_mut().enumerate() {
-            *e = for_each_exit(&board, rules, |c, child| {
-                let m = n - c as usize;
-                let ci = index.rank_in(child, m);
-                prefetch(&below[m][ci as usize]);
-                reads[nreads] = (slot as u8, c, ci);
-                nreads += 1;
-            });
-            if i + slot + 1 < len {
-                index.next(&mut board);
-            }
-        }
-        best[..k].fill(NO_EXIT);
-        for &(slot, c, ci) in &reads[..nreads] {
-            let v = c as i8 - below[n - c as usize][ci as usize] as i8;
-            best[slot as usize] = best[slot as usize].max(v);
-        }
-        for slot in 0..k {
-            f(i + slot, Bound::of(exits[slot], n, best[slot]));
-        }
-        i += k;
-    }
+    scan_exits(rules, index, n, below, start, len, |j, exits, best| {
+        f(j, Bound::of(exits, n, best))
+    });
 }
 
 /// Fills one block: `out[j]` is the stored byte of position `start + j` of level `n`,
@@ -280,7 +243,7 @@ mod tests {
     fn resolve_level_inverts_fill_on_a_built_level() {
         for (rules, pits, top) in [(Rules::Awari, 4, 12), (Rules::Oware, 3, 12)] {
             let index = Index::new(pits, top).unwrap();
-            let levels = crate::solve::solve_in_memory(rules, &index, top);
+            let levels = crate::solve::level::solve_in_memory(rules, &index, top);
             let all: Vec<&[u8]> = levels.iter().map(Vec::as_slice).collect();
             for n in 0..=top {
                 let (truth, below) = (all[n], &all[..n]);

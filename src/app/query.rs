@@ -7,13 +7,13 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::build::{build_command, db_dir, expect};
+use crate::db::layout::{build_command, db_dir, level_path, missing_level, Expect};
+use crate::db::model::{bound_of, Bound, Model};
+use crate::db::raw::Check;
+use crate::db::store::LevelFile;
 use crate::error::{Error, Result};
-use crate::index::Index;
-use crate::model::{bound_of, Bound, Model};
-use crate::rules::{legal_moves, Board, Move, Rules};
-use crate::store::LevelData;
-use crate::table::{level_path, Check};
+use crate::game::index::Index;
+use crate::game::rules::{legal_moves, Board, Move, Rules};
 
 /// An open database: one rule set and board size. Levels are opened (and their
 /// checksums checked) the first time a probe needs them.
@@ -23,7 +23,7 @@ pub struct Database {
     rules: Rules,
     pits: usize,
     index: Index,
-    levels: Vec<OnceLock<LevelData>>,
+    levels: Vec<OnceLock<LevelFile>>,
 }
 
 /// One legal move and what it is worth to the side to move.
@@ -82,8 +82,8 @@ impl Database {
     /// `awari build --dir`). Fails only if the board size is not supported; missing
     /// levels are reported when a probe needs them.
     pub fn open(root: &Path, rules: Rules, pits: usize) -> Result<Database> {
-        let max = Index::max_supported(pits).map_err(Error::Input)?;
-        let index = Index::new(pits, max).map_err(Error::Input)?;
+        let max = Index::max_supported(pits)?;
+        let index = Index::new(pits, max)?;
         Ok(Database {
             root: root.to_path_buf(),
             dir: db_dir(root, rules, pits),
@@ -113,22 +113,16 @@ impl Database {
     /// Level `n`, raw or packed, opened and checked on first use: a raw level's payload
     /// checksum at once, a packed level's blocks as probes decompress them. What a packed
     /// level stores may need the lower levels to become values: ask [`Database::probe`].
-    pub fn level(&self, n: usize) -> Result<&LevelData> {
+    pub fn level(&self, n: usize) -> Result<&LevelFile> {
         let cell = self.levels.get(n).ok_or_else(|| {
             Error::Input(format!("{n} seeds: more than this board size supports"))
         })?;
         if let Some(l) = cell.get() {
             return Ok(l);
         }
-        let want = expect(self.rules, &self.index, n);
-        let Some(level) = LevelData::open(&self.dir, &want, Check::Full)? else {
-            return Err(Error::MissingLevel {
-                seeds: n,
-                rules: self.rules,
-                pits: self.pits,
-                dir: self.dir.clone(),
-                command: build_command(&self.root, self.rules, self.pits, n),
-            });
+        let want = Expect::level(self.rules, &self.index, n);
+        let Some(level) = LevelFile::open(&self.dir, &want, Check::Full)? else {
+            return Err(missing_level(&self.dir, self.rules, self.pits, n, n));
         };
         let _ = cell.set(level);
         Ok(cell.get().unwrap())
@@ -149,7 +143,7 @@ impl Database {
                 rules,
                 pits,
                 dir,
-                command: build_command(&self.root, rules, pits, n),
+                command: build_command(&self.root, self.rules, pits, n),
             },
             e => e,
         }
@@ -157,7 +151,7 @@ impl Database {
 
     /// Parses a position given as pit counts, side to move first.
     pub fn board(&self, counts: &[u32]) -> Result<Board> {
-        Board::from_counts(self.pits, counts).map_err(Error::Input)
+        Board::from_counts(self.pits, counts)
     }
 
     fn check_board(&self, board: &Board) -> Result<()> {
@@ -181,7 +175,7 @@ impl Database {
     }
 
     /// The value of a stored position. A level packed with the exit model stores a byte
-    /// that becomes the value with the position's best capture (see [`crate::model`]):
+    /// that becomes the value with the position's best capture (see [`crate::db::model`]):
     /// its children are probed here, recursively (each capture lowers the level by two
     /// or more seeds, so the recursion is at most `n / 2` deep).
     fn stored_value(&self, board: &Board) -> Result<i8> {
@@ -233,7 +227,7 @@ impl Database {
         if stored {
             let v = self.stored_value(board)?;
             if v != value {
-                return Err(Error::bad(
+                return Err(Error::format(
                     self.level(n)?.path(),
                     format!(
                         "inconsistent: position {board} is stored as {v} but its moves give {value}; run `awari verify`"
@@ -434,7 +428,7 @@ impl Database {
         }
         if dist.contains(&UNKNOWN) {
             // Cannot happen with exact values: every won position converts.
-            return Err(Error::bad(
+            return Err(Error::format(
                 level_path(&self.dir, start.seeds()),
                 format!(
                     "position {start} is valued {} but its win never converts; run `awari verify`",

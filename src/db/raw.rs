@@ -1,4 +1,4 @@
-//! Level files (DESIGN section 4): a fixed header, then one signed byte per position in
+//! Raw level files (DESIGN.md section 4): a fixed header, then one signed byte per position in
 //! index order from a page-aligned offset.
 //!
 //! Header (little-endian, the rest of the first 4096 bytes zero):
@@ -9,7 +9,7 @@
 //! | 8..12  | format version (1) |
 //! | 12     | rule set (0 awari, 1 oware) |
 //! | 13     | pits per side P |
-//! | 14     | index scheme (1 = Romein-Bal order, DESIGN section 3) |
+//! | 14     | index scheme (1 = Romein-Bal order, DESIGN.md section 3) |
 //! | 15     | complete mark (1) |
 //! | 16..20 | seeds n (the level) |
 //! | 20..24 | payload offset (4096) |
@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+use crate::db::layout::Expect;
 use crate::error::{Error, Result};
-use crate::rules::Rules;
+use crate::game::rules::Rules;
 
 pub const MAGIC: [u8; 8] = *b"AWARIDB\0";
 pub const VERSION: u32 = 1;
@@ -65,8 +66,12 @@ impl Header {
         h
     }
 
-    /// Decodes a header; the error says what is wrong with it.
-    pub fn decode(h: &[u8]) -> std::result::Result<Header, String> {
+    /// Decodes the header of the file at `path`; the error says what is wrong with it.
+    pub fn decode(path: &Path, h: &[u8]) -> Result<Header> {
+        Header::decode_fields(h).map_err(|problem| Error::format(path, problem))
+    }
+
+    fn decode_fields(h: &[u8]) -> std::result::Result<Header, String> {
         if h.len() < PAYLOAD_OFFSET {
             return Err(format!(
                 "truncated: {} bytes, shorter than the {PAYLOAD_OFFSET}-byte header",
@@ -112,15 +117,10 @@ pub fn checksum(payload: &[u8]) -> u64 {
     xxh3_64(payload)
 }
 
-/// The file name of level `n` in a database folder.
-pub fn level_path(dir: &Path, n: usize) -> PathBuf {
-    dir.join(format!("level-{n:03}.awl"))
-}
-
 /// Refuses a level whose header is not what the caller expects.
 pub fn check_expected(path: &Path, header: &Header, expect: &Expect) -> Result<()> {
     let mismatch = |what: &str, got: String, want: String| {
-        Error::bad(
+        Error::format(
             path,
             format!("holds {what} {got}, expected {want}: a level of another database"),
         )
@@ -156,15 +156,6 @@ pub fn check_expected(path: &Path, header: &Header, expect: &Expect) -> Result<(
     Ok(())
 }
 
-/// What the caller expects a level to be; opening refuses anything else.
-#[derive(Clone, Copy, Debug)]
-pub struct Expect {
-    pub rules: Rules,
-    pub pits: usize,
-    pub seeds: usize,
-    pub positions: u64,
-}
-
 /// Whether opening a level reads the whole payload to check its checksum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -173,25 +164,25 @@ pub enum Check {
 }
 
 /// An open, memory-mapped, complete level.
-pub struct Level {
+pub struct RawLevel {
     path: PathBuf,
     header: Header,
     map: Mmap,
 }
 
-impl Level {
+impl RawLevel {
     /// Opens the level at `path`, checking it against `expect` (and its payload checksum
     /// with [`Check::Full`]).
-    pub fn open(path: &Path, expect: &Expect, check: Check) -> Result<Level> {
+    pub fn open(path: &Path, expect: &Expect, check: Check) -> Result<RawLevel> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         // SAFETY: level files are written once under a temporary name and never changed
         // in place; a file changed underneath is a user error that checksums catch.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        let header = Header::decode(&map).map_err(|p| Error::bad(path, p))?;
+        let header = Header::decode(path, &map)?;
         check_expected(path, &header, expect)?;
         let want_len = PAYLOAD_OFFSET as u64 + header.positions;
         if map.len() as u64 != want_len {
-            return Err(Error::bad(
+            return Err(Error::format(
                 path,
                 format!(
                     "{} bytes, expected {want_len}: {}",
@@ -204,7 +195,7 @@ impl Level {
                 ),
             ));
         }
-        let level = Level {
+        let level = RawLevel {
             path: path.to_path_buf(),
             header,
             map,
@@ -219,7 +210,7 @@ impl Level {
     pub fn check_checksum(&self) -> Result<()> {
         let got = checksum(self.bytes());
         if got != self.header.checksum {
-            return Err(Error::bad(
+            return Err(Error::format(
                 &self.path,
                 format!(
                     "damaged payload (checksum {got:016x}, header says {:016x})",
@@ -295,7 +286,7 @@ impl LevelWriter {
     /// Writes the header, syncs and renames the file into place.
     pub fn finish(mut self) -> Result<Header> {
         if self.written != self.header.positions {
-            return Err(Error::bad(
+            return Err(Error::format(
                 &self.file.tmp,
                 format!(
                     "wrote {} positions, level has {}",
@@ -379,6 +370,7 @@ impl Drop for TmpFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::layout::level_path;
 
     #[test]
     fn write_open_and_refuse() {
@@ -395,14 +387,16 @@ mod tests {
             seeds: 3,
             positions: 5,
         };
-        let l = Level::open(&path, &expect, Check::Full).unwrap();
+        let l = RawLevel::open(&path, &expect, Check::Full).unwrap();
         assert_eq!(l.value(2), -1);
         assert_eq!(l.bytes(), &[1, 2, 0xff, 0, 3]);
         let other = Expect {
             rules: Rules::Oware,
             ..expect
         };
-        let e = Level::open(&path, &other, Check::HeaderOnly).err().unwrap();
+        let e = RawLevel::open(&path, &other, Check::HeaderOnly)
+            .err()
+            .unwrap();
         assert!(
             e.to_string().contains("rules oware") || e.to_string().contains("awari"),
             "{e}"
@@ -411,12 +405,12 @@ mod tests {
         let mut bytes = fs::read(&path).unwrap();
         bytes[PAYLOAD_OFFSET + 1] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert!(Level::open(&path, &expect, Check::HeaderOnly).is_ok());
-        let e = Level::open(&path, &expect, Check::Full).err().unwrap();
+        assert!(RawLevel::open(&path, &expect, Check::HeaderOnly).is_ok());
+        let e = RawLevel::open(&path, &expect, Check::Full).err().unwrap();
         assert!(e.to_string().contains("damaged payload"), "{e}");
         // Truncated.
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
-        let e = Level::open(&path, &expect, Check::HeaderOnly)
+        let e = RawLevel::open(&path, &expect, Check::HeaderOnly)
             .err()
             .unwrap();
         assert!(e.to_string().contains("truncated"), "{e}");

@@ -5,10 +5,12 @@
 use std::fs;
 use std::path::PathBuf;
 
-use crate::build::{build, db_dir, peak_rss, BuildOptions, LevelReport};
+use crate::db::layout::{db_dir, level_path};
+use crate::db::raw::Header;
 use crate::error::{Error, Result};
-use crate::rules::Rules;
-use crate::table::{level_path, Header};
+use crate::game::rules::Rules;
+use crate::solve::build::{build, BuildOptions, LevelReport};
+use crate::util::peak_rss;
 
 /// What to measure.
 #[derive(Clone, Debug)]
@@ -67,9 +69,7 @@ pub fn bench(
             .map(|n| {
                 let path = level_path(&dir, n);
                 let head = fs::read(&path).map_err(|e| Error::io(&path, e))?;
-                Header::decode(&head)
-                    .map(|h| h.checksum)
-                    .map_err(|p| Error::bad(&path, p))
+                Header::decode(&path, &head).map(|h| h.checksum)
             })
             .collect::<Result<Vec<_>>>()?;
         runs.push(Run {

@@ -1,7 +1,7 @@
 //! An independent solver, a second opinion on the builder that shares only the rules
 //! code with it: from given start positions it explores every reachable position into a
 //! hash map (no ranking, no level files, no un-moves), then solves that graph by value
-//! iteration from zero (DESIGN section 2(b)).
+//! iteration from zero (DESIGN.md section 2(b)).
 //!
 //! A capture only lowers the seed count, so the graph is solved by seed count from the
 //! bottom up: the nodes of `n` seeds iterate `v <- max over moves (captured - v(child))`
@@ -13,7 +13,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use rayon::prelude::*;
 
-use crate::rules::{legal_moves, Board, Rules};
+use crate::game::rules::{legal_moves, Board, Rules};
 
 /// An edge's child for a move that ends the game (the mover takes every seed left).
 const ENDS_GAME: u32 = u32::MAX;

@@ -1,4 +1,4 @@
-//! Solving one level exactly (DESIGN section 5): a forward pass that scores every move
+//! Solving one level exactly (DESIGN.md section 5): a forward pass that scores every move
 //! leaving the level and counts the moves staying in it, then a backward pass over
 //! thresholds `t = n..1` that settles wins and losses by predecessor propagation.
 //!
@@ -12,45 +12,18 @@
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::index::Index;
-use crate::rules::{for_each_exit, for_each_unmove, Board, Exits, Rules};
+use crate::game::index::Index;
+use crate::game::rules::{for_each_unmove, Board, Exits, Rules};
+use crate::game::scan::{scan_exits, Lower};
+use crate::util::{prefetch, LevelBar};
 
-/// Read access to the values of finished levels.
-pub trait Lower: Sync {
-    /// The value of the stored position with index `index` in level `seeds`.
-    fn value(&self, seeds: usize, index: u64) -> i8;
-
-    /// A hint that `value(seeds, index)` will be asked soon.
-    #[inline]
-    fn prefetch(&self, _seeds: usize, _index: u64) {}
-}
-
-/// Asks the CPU to bring `x` into cache. Random reads of the level being built and of
-/// lower levels dominate the solver; issuing a batch of them before using any lets their
-/// memory latencies overlap.
-#[inline(always)]
-pub fn prefetch<T>(x: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const i8)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
-}
-
-/// `b[p]` when no move leaves the level.
-const NO_EXIT: i8 = i8::MIN;
 const SETTLED: u8 = 0x80;
 const COUNT_MASK: u8 = 0x0f;
 /// Positions handled per parallel task: large enough to amortise an unrank, small enough
 /// to balance two to a few dozen threads.
 const CHUNK: u64 = 1 << 14;
-/// Positions whose moves are generated before their lower-level values are read.
-const FORWARD_BATCH: usize = 16;
 /// Settled positions whose predecessors are generated before their states are updated.
 const BACKWARD_BATCH: usize = 16;
 /// A stack of settled positions this long is split between threads.
@@ -58,7 +31,7 @@ const SPLIT_AT: usize = 1 << 12;
 
 /// What solving a level found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LevelStats {
+pub struct Outcomes {
     pub positions: u64,
     /// Positions won, drawn and lost by the side to move.
     pub won: u64,
@@ -66,7 +39,7 @@ pub struct LevelStats {
     pub lost: u64,
 }
 
-impl LevelStats {
+impl Outcomes {
     pub fn add(&mut self, v: i8) {
         self.positions += 1;
         match v {
@@ -76,8 +49,8 @@ impl LevelStats {
         }
     }
 
-    pub fn of(payload: &[u8]) -> LevelStats {
-        let mut s = LevelStats::default();
+    pub fn of(payload: &[u8]) -> Outcomes {
+        let mut s = Outcomes::default();
         for &v in payload {
             s.add(v as i8);
         }
@@ -86,14 +59,14 @@ impl LevelStats {
 }
 
 /// Solves level `n`, whose lower levels `lower` must hold, and returns its values in
-/// index order. `progress`, if given, is advanced by positions in the forward pass and
+/// index order. `progress` is advanced by positions in the forward pass and
 /// by positions settled in the backward pass.
 pub fn solve_level<L: Lower + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &L,
-    progress: Option<&ProgressBar>,
+    progress: &LevelBar,
 ) -> (State, PhaseTimes) {
     let size = index.level_size(n);
     let chunks = size.div_ceil(CHUNK);
@@ -106,54 +79,32 @@ pub fn solve_level<L: Lower + ?Sized>(
     (0..chunks).into_par_iter().for_each(|c| {
         let start = c * CHUNK;
         let end = (start + CHUNK).min(size);
-        let mut board = index.unrank(n, start);
         let mut local = [0u64; 256];
-        let mut i = start;
-        // Positions go in batches: first every move is generated and the lower-level
-        // value of each capture prefetched, then the values are read.
-        let mut best = [NO_EXIT; FORWARD_BATCH];
-        let mut stay = [0u8; FORWARD_BATCH];
-        let mut captures: Vec<(u8, u8, u64)> = Vec::with_capacity(FORWARD_BATCH * 8);
-        while i < end {
-            let len = ((end - i) as usize).min(FORWARD_BATCH);
-            captures.clear();
-            for slot in 0..len {
-                let exits = for_each_exit(&board, rules, |c, child| {
-                    let ci = index.rank_in(child, n - c as usize);
-                    lower.prefetch(n - c as usize, ci);
-                    captures.push((slot as u8, c, ci));
-                });
-                (best[slot], stay[slot]) = match exits {
+        scan_exits(
+            rules,
+            index,
+            n,
+            lower,
+            start,
+            (end - start) as usize,
+            |j, exits, best| {
+                let (b, stay) = match exits {
                     Exits::Terminal(v) => (v, 0),
                     Exits::AllEnd => (n as i8, 0),
-                    Exits::Moves { stay } => (NO_EXIT, stay),
+                    Exits::Moves { stay } => (best, stay),
                 };
-                if i + (slot as u64) + 1 < end {
-                    index.next(&mut board);
-                }
-            }
-            for &(slot, c, ci) in &captures {
-                let v = c as i8 - lower.value(n - c as usize, ci);
-                let b = &mut best[slot as usize];
-                *b = (*b).max(v);
-            }
-            for slot in 0..len {
-                let b = best[slot];
-                let at = i as usize + slot;
-                state.count[at].store(stay[slot], Relaxed);
+                let at = start as usize + j;
+                state.count[at].store(stay, Relaxed);
                 state.value[at].store(b as u8, Relaxed);
                 local[b as u8 as usize] += 1;
-            }
-            i += len as u64;
-        }
+            },
+        );
         for (h, &l) in hist.iter().zip(&local) {
             if l > 0 {
                 h.fetch_add(l, Relaxed);
             }
         }
-        if let Some(pb) = progress {
-            pb.inc(end - start);
-        }
+        progress.inc(end - start);
     });
     let forward = forward_start.elapsed();
 
@@ -194,9 +145,7 @@ pub fn solve_level<L: Lower + ?Sized>(
                         settled += solver.drain(t, work);
                     }
                 }
-                if let Some(pb) = progress {
-                    pb.inc(settled);
-                }
+                progress.inc(settled);
             });
     }
     let times = PhaseTimes {
@@ -242,10 +191,6 @@ impl State {
 
     pub fn len(&self) -> usize {
         self.count.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.count.is_empty()
     }
 
     /// The final value of position `i`: its settled value, or 0 (a draw) if never
@@ -381,7 +326,7 @@ pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Ve
     }
     let mut lower = Below(Vec::new());
     for n in 0..=top {
-        let (state, _) = solve_level(rules, index, n, &lower, None);
+        let (state, _) = solve_level(rules, index, n, &lower, &LevelBar::new(false, 0, 0, ""));
         let values = (0..state.len())
             .map(|i| state.final_value(i) as u8)
             .collect();

@@ -1,7 +1,7 @@
 //! The small variants: the value of the start position (`k` seeds in each of the `2P`
 //! pits) for boards of 2 to 6 pits per side, under both rule sets, from the builder's
 //! database and, where the reachable graph fits in memory, from the independent solver
-//! of [`crate::reference`] as a second opinion. `awari variants` prints the table that
+//! of [`crate::solve::reference`] as a second opinion. `awari variants` prints the table that
 //! `data/variants.md` holds.
 
 use std::fmt::Write as _;
@@ -10,13 +10,13 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::build::{build, BuildOptions};
+use crate::app::query::Database;
 use crate::error::{Error, Result};
-use crate::group;
-use crate::index::Index;
-use crate::query::Database;
-use crate::reference::Reference;
-use crate::rules::{Board, Rules, MAX_SEEDS};
+use crate::game::index::Index;
+use crate::game::rules::{Board, Rules, MAX_SEEDS};
+use crate::solve::build::{build, BuildOptions};
+use crate::solve::reference::Reference;
+use crate::util::group;
 
 /// Default budget: variants whose database (levels `0..=2Pk`) holds at most this many
 /// positions are computed.

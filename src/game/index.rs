@@ -1,4 +1,4 @@
-//! The Romein-Bal index ('Goedel number'), generalised to P pits per side (DESIGN
+//! The Romein-Bal index ('Goedel number'), generalised to P pits per side (DESIGN.md
 //! section 3).
 //!
 //! A level holds the positions of `n` seeds whose opponent row (pits `P..2P`) has an
@@ -14,7 +14,8 @@
 //! the `m = i-P` opponent pits below `i`, which subtracts the completions whose `m`
 //! opponent pits are all non-empty: `cnt(k, r-m)` per value.
 
-use crate::rules::{Board, MAX_PITS, MAX_SEEDS};
+use crate::error::{Error, Result};
+use crate::game::rules::{Board, MAX_PITS, MAX_SEEDS};
 
 /// Rows of the binomial table: every `a = r + i` a rank can ask for (`r <= 127` seeds,
 /// `i < 16` pits) is below 256, so an index masked to a byte is always in bounds.
@@ -35,14 +36,16 @@ pub struct Index {
 impl Index {
     /// Tables for `p` pits per side and levels up to `max_seeds`. Fails when a level size
     /// would not fit 64 bits.
-    pub fn new(p: usize, max_seeds: usize) -> Result<Index, String> {
+    pub fn new(p: usize, max_seeds: usize) -> Result<Index> {
         if !(2..=MAX_PITS).contains(&p) {
-            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+            return Err(Error::Input(format!(
+                "pits per side must be 2..={MAX_PITS}, not {p}"
+            )));
         }
         if max_seeds > MAX_SEEDS {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "at most {MAX_SEEDS} seeds are supported (values are signed bytes), not {max_seeds}"
-            ));
+            )));
         }
         let np = 2 * p;
         let mut binom = Box::new([[0u64; ROWS]; COLS]);
@@ -57,9 +60,9 @@ impl Index {
             }
         }
         if overflow {
-            return Err(format!(
+            return Err(Error::Input(format!(
                 "levels of {max_seeds} seeds on {p} pits per side are too large to index"
-            ));
+            )));
         }
         Ok(Index {
             p,
@@ -69,9 +72,11 @@ impl Index {
     }
 
     /// The most seeds on a board of `p` pits per side whose levels this index can rank.
-    pub fn max_supported(p: usize) -> std::result::Result<usize, String> {
+    pub fn max_supported(p: usize) -> Result<usize> {
         if !(2..=MAX_PITS).contains(&p) {
-            return Err(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+            return Err(Error::Input(format!(
+                "pits per side must be 2..={MAX_PITS}, not {p}"
+            )));
         }
         let mut n = MAX_SEEDS;
         while Index::new(p, n).is_err() {

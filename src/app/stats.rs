@@ -1,0 +1,279 @@
+//! `awari stats`: what a built database says about the game, level by level: how many
+//! positions the side to move wins, draws and loses, the mean value, the extremes and the
+//! whole distribution of values, and an SVG chart of it.
+//!
+//! Everything derives from one histogram per level (positions per byte value), counted
+//! in a single parallel pass: a level can hold 10^8 to 10^9 positions, so the payload is
+//! read once, in chunks, each with its own small table.
+
+use std::ops::RangeInclusive;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::db::layout::{
+    build_command, db_dir, level_exists, missing_level, present_levels, Expect,
+};
+use crate::db::raw::Check;
+use crate::db::store::{has_exit_model, LevelFile, LevelStack};
+use crate::error::{Error, Result};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
+
+/// The distribution of the values of one level (or, for [`LevelStats::total`], of several).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Seeds on the board: values lie in `-seeds..=seeds`.
+    pub seeds: usize,
+    /// `counts[i]`: positions of value `i - seeds`, for every value `-seeds..=seeds`.
+    pub counts: Vec<u64>,
+}
+
+/// Bytes per parallel chunk: large enough that merging the tables costs nothing, small
+/// enough that a count fits in a `u32` and the chunks spread over the threads.
+const CHUNK: usize = 1 << 20;
+
+/// How many payload bytes hold each byte value, counted in parallel (on the current rayon
+/// pool). Index by `value as u8`.
+pub fn histogram(values: &[u8]) -> [u64; 256] {
+    values.par_chunks(CHUNK).map(chunk_histogram).reduce(
+        || [0; 256],
+        |mut a, b| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            a
+        },
+    )
+}
+
+/// One chunk's histogram. Four tables, so that a run of equal bytes (common: whole
+/// stretches of a level are drawn) does not make every increment wait on the one before.
+fn chunk_histogram(chunk: &[u8]) -> [u64; 256] {
+    debug_assert!(chunk.len() <= u32::MAX as usize);
+    let mut t = [[0u32; 256]; 4];
+    let mut quads = chunk.chunks_exact(4);
+    for q in &mut quads {
+        t[0][q[0] as usize] += 1;
+        t[1][q[1] as usize] += 1;
+        t[2][q[2] as usize] += 1;
+        t[3][q[3] as usize] += 1;
+    }
+    for &b in quads.remainder() {
+        t[0][b as usize] += 1;
+    }
+    let mut out = [0u64; 256];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = t.iter().map(|t| t[i] as u64).sum();
+    }
+    out
+}
+
+/// The statistics of level `seeds` from its payload (one signed byte per position).
+/// Fails, saying which, if a value lies outside `-seeds..=seeds`: no correct level holds
+/// one.
+pub fn level_stats(seeds: usize, values: &[u8]) -> std::result::Result<LevelStats, String> {
+    LevelStats::from_histogram(seeds, &histogram(values))
+}
+
+impl LevelStats {
+    /// From a histogram of byte values (see [`histogram`]).
+    pub fn from_histogram(
+        seeds: usize,
+        hist: &[u64; 256],
+    ) -> std::result::Result<LevelStats, String> {
+        let n = seeds as i32;
+        let mut counts = vec![0; 2 * seeds + 1];
+        for (b, &c) in hist.iter().enumerate() {
+            let v = b as u8 as i8 as i32;
+            if c == 0 {
+                continue;
+            }
+            if v.abs() > n {
+                return Err(format!(
+                    "{c} position(s) hold the value {v:+}, outside -{seeds}..=+{seeds}"
+                ));
+            }
+            counts[(v + n) as usize] = c;
+        }
+        Ok(LevelStats { seeds, counts })
+    }
+
+    /// The distribution over all the positions of several levels (`seeds` is the largest
+    /// level, so that every value fits).
+    pub fn total(levels: &[LevelStats]) -> LevelStats {
+        let seeds = levels.iter().map(|l| l.seeds).max().unwrap_or(0);
+        let mut counts = vec![0; 2 * seeds + 1];
+        for l in levels {
+            for (v, c) in l.histogram() {
+                counts[(v + seeds as i32) as usize] += c;
+            }
+        }
+        LevelStats { seeds, counts }
+    }
+
+    /// `(value, positions)` for every value `-seeds..=seeds`, in order, zeros included.
+    pub fn histogram(&self) -> impl Iterator<Item = (i32, u64)> + '_ {
+        let n = self.seeds as i32;
+        self.counts
+            .iter()
+            .enumerate()
+            .map(move |(i, &c)| (i as i32 - n, c))
+    }
+
+    /// Positions of value `v` (0 outside `-seeds..=seeds`).
+    pub fn count(&self, v: i32) -> u64 {
+        let i = v + self.seeds as i32;
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| self.counts.get(i))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn positions(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Positions the side to move wins (value > 0).
+    pub fn won(&self) -> u64 {
+        self.counts[self.seeds + 1..].iter().sum()
+    }
+
+    /// Positions drawn (value 0).
+    pub fn drawn(&self) -> u64 {
+        self.counts[self.seeds]
+    }
+
+    /// Positions the side to move loses (value < 0).
+    pub fn lost(&self) -> u64 {
+        self.counts[..self.seeds].iter().sum()
+    }
+
+    /// `x` as a percentage of the positions (0 if there are none).
+    pub fn percent(&self, x: u64) -> f64 {
+        let all = self.positions();
+        if all == 0 {
+            0.0
+        } else {
+            100.0 * x as f64 / all as f64
+        }
+    }
+
+    /// The mean value over the positions (0 if there are none).
+    pub fn mean(&self) -> f64 {
+        let all = self.positions();
+        if all == 0 {
+            return 0.0;
+        }
+        let sum: i128 = self.histogram().map(|(v, c)| v as i128 * c as i128).sum();
+        sum as f64 / all as f64
+    }
+
+    /// The largest value held by some position, and how many hold it.
+    pub fn max(&self) -> Option<(i32, u64)> {
+        self.histogram().filter(|&(_, c)| c > 0).last()
+    }
+
+    /// The smallest value held by some position, and how many hold it.
+    pub fn min(&self) -> Option<(i32, u64)> {
+        self.histogram().find(|&(_, c)| c > 0)
+    }
+}
+
+/// Reads the levels of one database and counts each: `levels`, or by default every level
+/// from 0 up to the first missing one. Every level's checksum is checked first (a packed
+/// level is decompressed whole, every block checked), so the numbers are those of an
+/// intact file. `report` is called after each level. Runs on the current rayon pool.
+pub fn database_stats(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    levels: Option<RangeInclusive<usize>>,
+    mut report: impl FnMut(&LevelStats),
+) -> Result<Vec<LevelStats>> {
+    let dir = db_dir(root, rules, pits);
+    let range = match levels {
+        Some(r) => r,
+        None => {
+            let top = present_levels(&dir).ok_or_else(|| {
+                Error::Input(format!(
+                    "no levels in {}; build some first, e.g. `{}`",
+                    dir.display(),
+                    build_command(root, rules, pits, 16)
+                ))
+            })?;
+            0..=top
+        }
+    };
+    let index = Index::new(pits, *range.end())?;
+    let missing = |n: usize| missing_level(&dir, rules, pits, n, *range.end());
+    // Name a missing level before reading the ones below it, which can take minutes.
+    if let Some(n) = range.clone().find(|&n| !level_exists(&dir, n)) {
+        return Err(missing(n));
+    }
+    let mut out = Vec::with_capacity(range.clone().count());
+    // Levels packed with the exit model are read with the values of the levels below.
+    let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;
+    for n in range.clone() {
+        let want = Expect::level(rules, &index, n);
+        let Some(level) = LevelFile::open(&dir, &want, Check::HeaderOnly)? else {
+            return Err(missing(n));
+        };
+        let path = level.path().to_path_buf();
+        let below = stack.below_for(n, level.model())?;
+        let values = level.into_checked_values(&below)?;
+        let s = level_stats(n, values.bytes()).map_err(|e| Error::format(&path, e))?;
+        report(&s);
+        out.push(s);
+        stack.offer(n, values);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_counts_every_byte() {
+        // More than one chunk, with a remainder, and negative values.
+        let values: Vec<u8> = (0..CHUNK as u64 * 2 + 7)
+            .map(|i| ((i % 7) as i8 - 3) as u8)
+            .collect();
+        let h = histogram(&values);
+        assert_eq!(h.iter().sum::<u64>(), values.len() as u64);
+        for v in -3i8..=3 {
+            let want = values.iter().filter(|&&b| b as i8 == v).count() as u64;
+            assert_eq!(h[v as u8 as usize], want, "value {v}");
+        }
+        let s = LevelStats::from_histogram(3, &h).unwrap();
+        assert_eq!(s.positions(), values.len() as u64);
+        assert_eq!(s.won() + s.drawn() + s.lost(), s.positions());
+        assert_eq!(s.max().unwrap().0, 3);
+        assert_eq!(s.min().unwrap().0, -3);
+        assert!(LevelStats::from_histogram(2, &h).is_err());
+    }
+
+    #[test]
+    fn derived_numbers() {
+        // Values -1, 0, 0, 2, 2, 2 in a level of 2 seeds.
+        let s = LevelStats {
+            seeds: 2,
+            counts: vec![0, 1, 2, 0, 3],
+        };
+        assert_eq!((s.won(), s.drawn(), s.lost()), (3, 2, 1));
+        assert!((s.mean() - 5.0 / 6.0).abs() < 1e-12);
+        assert_eq!(s.max(), Some((2, 3)));
+        assert_eq!(s.min(), Some((-1, 1)));
+        assert_eq!(s.count(-2), 0);
+        assert_eq!(s.count(7), 0);
+        let t = LevelStats::total(&[
+            s.clone(),
+            LevelStats {
+                seeds: 0,
+                counts: vec![1],
+            },
+        ]);
+        assert_eq!(t.seeds, 2);
+        assert_eq!(t.counts, vec![0, 1, 3, 0, 3]);
+    }
+}

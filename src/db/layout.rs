@@ -1,0 +1,171 @@
+//! Where a database's files live and what each level must hold (DESIGN.md section 8):
+//! `<root>/<rules>-<P>/level-NNN.awl` (raw) and `level-NNN.awp` (packed), and the
+//! `awari build` command that errors name when a level is missing.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
+
+/// The folder of one database (rule set and board size) under a root folder, so that
+/// databases never mix.
+pub fn db_dir(root: &Path, rules: Rules, pits: usize) -> PathBuf {
+    root.join(format!("{rules}-{pits}"))
+}
+
+/// The file name of raw level `n` in a database folder.
+pub fn level_path(dir: &Path, n: usize) -> PathBuf {
+    dir.join(format!("level-{n:03}.awl"))
+}
+
+/// The file name of packed level `n` in a database folder.
+pub fn packed_path(dir: &Path, n: usize) -> PathBuf {
+    dir.join(format!("level-{n:03}.awp"))
+}
+
+/// The command that builds levels up to `seeds`, for error messages.
+pub fn build_command(root: &Path, rules: Rules, pits: usize, seeds: usize) -> String {
+    let mut cmd = format!("awari build --max-seeds {seeds}");
+    if pits != 6 {
+        cmd += &format!(" --pits {pits}");
+    }
+    if rules != Rules::Awari {
+        cmd += &format!(" --rules {rules}");
+    }
+    if root != Path::new("db") && root != Path::new("./db") {
+        cmd += &format!(" --dir {}", root.display());
+    }
+    cmd
+}
+
+/// The error for level `seeds` missing from the database folder `dir` (a
+/// `<root>/<rules>-<P>` folder), naming the command that builds levels up to `build_to`.
+pub fn missing_level(
+    dir: &Path,
+    rules: Rules,
+    pits: usize,
+    seeds: usize,
+    build_to: usize,
+) -> Error {
+    let root = match dir.parent() {
+        Some(root) if !root.as_os_str().is_empty() => root,
+        _ => Path::new("."),
+    };
+    Error::MissingLevel {
+        seeds,
+        rules: rules.name(),
+        pits,
+        dir: dir.to_path_buf(),
+        command: build_command(root, rules, pits, build_to.max(seeds)),
+    }
+}
+
+/// What the caller expects a level to be; opening refuses anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expect {
+    /// The rule set.
+    pub rules: Rules,
+    /// Pits per side.
+    pub pits: usize,
+    /// The level: seeds on the board.
+    pub seeds: usize,
+    /// Positions stored in the level.
+    pub positions: u64,
+}
+
+impl Expect {
+    /// What level `n` of the database of `rules` and `index` holds.
+    pub fn level(rules: Rules, index: &Index, n: usize) -> Expect {
+        Expect {
+            rules,
+            pits: index.pits_per_side(),
+            seeds: n,
+            positions: index.level_size(n),
+        }
+    }
+}
+
+/// Whether level `n` has a file (raw or packed) in `dir`.
+pub fn level_exists(dir: &Path, n: usize) -> bool {
+    level_path(dir, n).exists() || packed_path(dir, n).exists()
+}
+
+/// The highest level `m` such that every level `0..=m` has a file in `dir`; `None` if
+/// level 0 has none.
+pub fn present_levels(dir: &Path) -> Option<usize> {
+    let mut n = 0;
+    while level_exists(dir, n) {
+        n += 1;
+    }
+    n.checked_sub(1)
+}
+
+/// The level files in one database folder: `(n, packed)` in order of `n`, then raw
+/// before packed. Temporary and foreign files are skipped.
+pub fn list_levels(dir: &Path) -> Result<Vec<(usize, bool)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(rest) = name.strip_prefix("level-") else {
+            continue;
+        };
+        let (num, packed) = match (rest.strip_suffix(".awl"), rest.strip_suffix(".awp")) {
+            (Some(num), _) => (num, false),
+            (_, Some(num)) => (num, true),
+            _ => continue,
+        };
+        if let Ok(n) = num.parse::<usize>() {
+            out.push((n, packed));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The database folders under `root`: `(rules, P, folder)` in order of rules and P.
+/// Folders whose name is not `<rules>-<P>` with a supported P are skipped.
+pub fn database_dirs(root: &Path) -> Result<Vec<(Rules, usize, PathBuf)>> {
+    let mut dbs = Vec::new();
+    for entry in fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+        let entry = entry.map_err(|e| Error::io(root, e))?;
+        let name = entry.file_name();
+        let Some((rules, pits)) = name.to_str().and_then(|s| s.rsplit_once('-')) else {
+            continue;
+        };
+        let (Ok(rules), Ok(pits)) = (rules.parse::<Rules>(), pits.parse::<usize>()) else {
+            continue;
+        };
+        if entry.path().is_dir() && Index::max_supported(pits).is_ok() {
+            dbs.push((rules, pits, entry.path()));
+        }
+    }
+    dbs.sort_by_key(|d| (d.0.code(), d.1));
+    Ok(dbs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_command_names_what_differs_from_the_defaults() {
+        let db = Path::new("db");
+        assert_eq!(
+            build_command(db, Rules::Awari, 6, 16),
+            "awari build --max-seeds 16"
+        );
+        assert_eq!(
+            build_command(Path::new("/x"), Rules::Oware, 4, 9),
+            "awari build --max-seeds 9 --pits 4 --rules oware --dir /x"
+        );
+        let e = missing_level(&db_dir(db, Rules::Awari, 6), Rules::Awari, 6, 12, 0);
+        assert!(
+            e.to_string().contains("run `awari build --max-seeds 12`"),
+            "{e}"
+        );
+    }
+}

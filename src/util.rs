@@ -1,0 +1,113 @@
+//! Small helpers that know nothing of the game or its files: thousands separators, a
+//! cache prefetch hint, the process's peak memory, and the progress bar of one level.
+
+/// A count with thousands separators: 1234567 -> "1,234,567".
+pub fn group(x: u64) -> String {
+    let s = x.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Asks the CPU to bring `x` into cache. Random reads of the level being built and of
+/// lower levels dominate the solver; issuing a batch of them before using any lets their
+/// memory latencies overlap.
+#[inline(always)]
+pub fn prefetch<T>(x: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(x as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
+/// The peak resident set size of this process in bytes (`VmHWM`), where the OS says.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The progress of one level's work on stderr: phase, positions done, rate and time left.
+/// Drawn by indicatif with the `cli` feature (the default); without it, or when not
+/// enabled, every call does nothing, so that the library needs no terminal crate.
+pub struct LevelBar {
+    #[cfg(feature = "cli")]
+    bar: indicatif::ProgressBar,
+}
+
+impl LevelBar {
+    /// A bar of `len` steps for level `n`, starting in `phase`; hidden unless `enabled`.
+    pub fn new(enabled: bool, len: u64, n: usize, phase: &str) -> LevelBar {
+        #[cfg(feature = "cli")]
+        {
+            use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+            if !enabled {
+                return LevelBar {
+                    bar: ProgressBar::hidden(),
+                };
+            }
+            let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "level {prefix:>3} {msg:14} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+                )
+                .expect("a valid template")
+                .progress_chars("=> "),
+            );
+            bar.set_prefix(n.to_string());
+            bar.set_message(phase.to_string());
+            LevelBar { bar }
+        }
+        #[cfg(not(feature = "cli"))]
+        {
+            let _ = (enabled, len, n, phase);
+            LevelBar {}
+        }
+    }
+
+    /// Advances by `steps`.
+    #[inline]
+    pub fn inc(&self, steps: u64) {
+        #[cfg(feature = "cli")]
+        self.bar.inc(steps);
+        #[cfg(not(feature = "cli"))]
+        let _ = steps;
+    }
+
+    /// Starts phase `phase` at step `position`.
+    pub fn phase(&self, phase: &str, position: u64) {
+        #[cfg(feature = "cli")]
+        {
+            self.bar.set_message(phase.to_string());
+            self.bar.set_position(position);
+        }
+        #[cfg(not(feature = "cli"))]
+        let _ = (phase, position);
+    }
+
+    /// Removes the bar from the screen.
+    pub fn finish(&self) {
+        #[cfg(feature = "cli")]
+        self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn group_separates_thousands() {
+        assert_eq!(super::group(0), "0");
+        assert_eq!(super::group(999), "999");
+        assert_eq!(super::group(1000), "1,000");
+        assert_eq!(super::group(1234567), "1,234,567");
+    }
+}
