@@ -1,25 +1,52 @@
-//! `awari bench` and `awari count`: build figures per thread count, level sizes.
+//! `awari bench`: build figures per thread count, per level.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use clap::Args;
 
+use awari::bench::{bench, csv as to_csv, BenchOptions};
 use awari::{group, Index, Rules};
 
-pub fn cmd_bench(
+/// Benchmark the builder: build levels 0..=N from scratch with each thread count, and
+/// print per level the seconds, positions per second per thread, peak memory and the
+/// speed-up of the last thread count over the first.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Highest level to build.
+    #[arg(long, default_value_t = 20)]
     max_seeds: usize,
+    /// Thread counts to compare, in order.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
     threads: Vec<usize>,
+    /// Pits per side (2..=8).
+    #[arg(long, default_value_t = 6)]
     pits: usize,
+    /// Rule set.
+    #[arg(long, default_value = "awari")]
     rules: Rules,
+    /// Scratch folder for the builds (removed after each run); default: the system's
+    /// temporary folder.
+    #[arg(long)]
     scratch: Option<PathBuf>,
+    /// Also write the figures as CSV to this file.
+    #[arg(long)]
     csv: Option<PathBuf>,
-) -> anyhow::Result<()> {
-    use awari::bench::{bench, csv as to_csv, BenchOptions};
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let BenchArgs {
+        max_seeds,
+        threads,
+        pits,
+        rules,
+        scratch,
+        csv,
+    } = args;
     if threads.is_empty() || threads.contains(&0) {
         bail!("--threads needs one or more counts of at least 1, e.g. 1,2");
     }
-    Index::new(pits, max_seeds).map_err(|e| anyhow::anyhow!(e))?;
+    Index::new(pits, max_seeds)?;
     let scratch = scratch.unwrap_or_else(|| {
         std::env::temp_dir().join(format!("awari-bench-{}", std::process::id()))
     });
@@ -98,39 +125,6 @@ pub fn cmd_bench(
     }
     if !same {
         bail!("thread counts wrote different level files: the builder is not deterministic");
-    }
-    Ok(())
-}
-
-pub fn cmd_count(pits: usize, max_seeds: Option<usize>) -> anyhow::Result<()> {
-    let max = max_seeds.unwrap_or(8 * pits);
-    let index = Index::new(pits, max).map_err(|e| anyhow::anyhow!(e))?;
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{:>5} {:>22} {:>22}",
-        "level", "positions", "cumulative"
-    )?;
-    let mut total: u128 = 0;
-    for n in 0..=max {
-        let s = index.level_size(n);
-        total += s as u128;
-        writeln!(out, "{:>5} {:>22} {:>22}", n, group(s), group(total as u64))?;
-    }
-    writeln!(
-        out,
-        "total levels 0..={max}: {} positions",
-        group(total as u64)
-    )?;
-    if pits == 6 && max >= 48 {
-        // The Romein-Bal count: level 47 cannot occur (the first capture takes at least
-        // two seeds) and the start position, not stored, is counted once.
-        let rb: u64 = (0..=46).map(|n| index.level_size(n)).sum::<u64>() + index.level_size(48) + 1;
-        writeln!(
-            out,
-            "Romein-Bal database (levels 0..=46 and 48, plus the start position): {} positions",
-            group(rb)
-        )?;
     }
     Ok(())
 }

@@ -3,30 +3,47 @@
 use std::io::IsTerminal;
 
 use anyhow::Context;
+use clap::Args;
 
 use awari::{build, group, BuildOptions, Index, LevelReport};
 
-use super::thread_pool;
-use crate::DbArgs;
+use super::{DbArgs, Threads};
 
-pub fn cmd_build(
+/// Build levels 0..=N (skips levels already complete and valid, so an interrupted build
+/// resumes).
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// Highest level (seeds on the board) to build.
+    #[arg(long)]
     max_seeds: usize,
+    #[command(flatten)]
     db: DbArgs,
-    threads: Option<usize>,
+    #[command(flatten)]
+    threads: Threads,
+    /// Rebuild levels even if they are complete.
+    #[arg(long)]
     force: bool,
-) -> anyhow::Result<()> {
+}
+
+pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+    let BuildArgs {
+        max_seeds,
+        db,
+        threads,
+        force,
+    } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
-    Index::new(db.pits, max_seeds).map_err(|e| anyhow::anyhow!(e))?;
-    let (pool, threads) = thread_pool(threads)?;
+    Index::new(db.pits, max_seeds)?;
+    let (pool, threads) = threads.pool()?;
     let opts = BuildOptions {
-        root: db.dir.clone(),
+        root: db.dir().to_path_buf(),
         rules: db.rules,
         pits: db.pits,
         max_seeds,
         force,
         progress: std::io::stderr().is_terminal(),
     };
-    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    let dir = db.db_dir();
     eprintln!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
         db.rules,

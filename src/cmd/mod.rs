@@ -1,34 +1,112 @@
-//! The subcommands: each parses nothing (clap did), calls the library and prints.
+//! The subcommands, one file each: its clap `Args` (what the user may say) and `run`
+//! (call the library, print). The flags that several subcommands share are defined once
+//! here.
 
 pub mod bench;
 pub mod build;
+pub mod count;
+pub mod export;
+pub mod import;
+pub mod info;
+pub mod pack;
 pub mod play;
 pub mod plot;
 pub mod query;
-pub mod share;
 pub mod stats;
+pub mod unpack;
+pub mod variants;
 pub mod verify;
 
 use std::ops::RangeInclusive;
+use std::path::PathBuf;
 
 use anyhow::bail;
+use clap::Args;
 
-/// A `--levels A..=B` argument, parsed (an error says what a range looks like).
-pub fn levels_arg(levels: Option<String>) -> anyhow::Result<Option<RangeInclusive<usize>>> {
-    levels
-        .map(|s| awari::parse_levels(&s))
-        .transpose()
-        .map_err(|e| anyhow::anyhow!(e))
+use awari::Rules;
+
+/// Which database: `--dir`, `--pits`, `--rules`.
+#[derive(Args, Clone, Debug)]
+pub struct DbArgs {
+    #[command(flatten)]
+    pub root: RootArg,
+    /// Pits per side (2..=8).
+    #[arg(long, default_value_t = 6)]
+    pub pits: usize,
+    /// Rule set: 'awari' (Romein-Bal, Computer Olympiad) or 'oware' (Abapa: grand slam
+    /// captures nothing, a player who cannot feed takes the rest).
+    #[arg(long, default_value = "awari")]
+    pub rules: Rules,
 }
 
-pub fn thread_pool(threads: Option<usize>) -> anyhow::Result<(rayon::ThreadPool, usize)> {
-    let threads =
-        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if threads == 0 {
-        bail!("--threads must be at least 1");
+impl DbArgs {
+    /// The root folder.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.root.dir
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?;
-    Ok((pool, threads))
+
+    /// The folder of this database: `<root>/<rules>-<pits>`.
+    pub fn db_dir(&self) -> PathBuf {
+        awari::db_dir(self.dir(), self.rules, self.pits)
+    }
+}
+
+/// `--dir`: the root folder of the databases.
+#[derive(Args, Clone, Debug)]
+pub struct RootArg {
+    /// Root folder of the databases; each rule set and board size has a sub-folder
+    /// (e.g. db/awari-6).
+    #[arg(long, default_value = "db")]
+    pub dir: PathBuf,
+}
+
+/// `--threads`: the size of the worker pool.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct Threads {
+    /// Worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+impl Threads {
+    /// A rayon pool of the threads asked for, and their number.
+    pub fn pool(self) -> anyhow::Result<(rayon::ThreadPool, usize)> {
+        let threads = self
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
+        Ok((pool, threads))
+    }
+}
+
+/// `--levels A..=B`: which levels a reader works on.
+#[derive(Args, Clone, Debug)]
+pub struct LevelsArg {
+    /// Levels to read, e.g. 0..=20 or 17 (default: every level present).
+    #[arg(long, value_name = "A..=B")]
+    pub levels: Option<String>,
+}
+
+impl LevelsArg {
+    /// The range asked for, if any. Parsed here rather than by clap, so that a bad range
+    /// is one `error:` line like every other error of the tool.
+    pub fn range(&self) -> anyhow::Result<Option<RangeInclusive<usize>>> {
+        self.levels
+            .as_deref()
+            .map(awari::parse_levels)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!(e))
+    }
+}
+
+/// File formats of other programs (`export --format`, `import --format`).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ShareFormat {
+    /// Romein and Bal's scores.N files (awari, 6 pits per side).
+    RomeinBal,
 }

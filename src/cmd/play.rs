@@ -5,25 +5,59 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::bail;
+use clap::Args;
 
 use awari::level_exists;
 use awari::play::{BadMove, Game, Played, Side};
-use awari::{db_dir, Board, Database};
+use awari::{Board, Database};
 
-use crate::cmd::query::parse_counts;
-use crate::DbArgs;
+use super::query::parse_counts;
+use super::DbArgs;
 
-pub struct PlayOptions {
-    pub db: DbArgs,
-    pub seeds_per_pit: Option<usize>,
-    pub position: Vec<String>,
-    pub first: Side,
-    pub strength: u8,
-    pub seed: Option<u64>,
+/// Play a game against the database in the terminal: type a pit (a-f or 1-6 from your
+/// left), 'hint' for the value of each of your moves, 'undo' to take back your last move
+/// and the reply, 'quit' to stop. Without a terminal it reads one command per line.
+#[derive(Args, Debug)]
+pub struct PlayArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// Start with this many seeds in every pit (default: the largest start, up to 4,
+    /// whose levels are built).
+    #[arg(long, conflicts_with = "position")]
+    seeds_per_pit: Option<usize>,
+    /// Start from this position instead: the 2P pit counts, the side that moves first
+    /// first (as in `awari query`).
+    #[arg(long, num_args = 1.., allow_negative_numbers = true, value_name = "PITS")]
+    position: Vec<String>,
+    /// Who moves first.
+    #[arg(long, default_value = "me")]
+    first: First,
+    /// How well the database plays: 100 always plays a best move; below, it picks weaker
+    /// moves more often and gives away more seeds per move on average; 0 plays any legal
+    /// move alike.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u8).range(0..=100))]
+    strength: u8,
+    /// Seed of the database's random choices below strength 100 (default: from the
+    /// clock, printed so that a game can be replayed).
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
-pub fn cmd_play(opts: PlayOptions) -> anyhow::Result<()> {
-    let db = Database::open(&opts.db.dir, opts.db.rules, opts.db.pits)?;
+/// Who moves first.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum First {
+    /// You.
+    Me,
+    /// The database.
+    Db,
+}
+
+pub fn run(opts: PlayArgs) -> anyhow::Result<()> {
+    let first = match opts.first {
+        First::Me => Side::Me,
+        First::Db => Side::Db,
+    };
+    let db = Database::open(opts.db.dir(), opts.db.rules, opts.db.pits)?;
     let p = opts.db.pits;
     let start = if !opts.position.is_empty() {
         db.board(&parse_counts(&opts.position)?)?
@@ -43,7 +77,7 @@ pub fn cmd_play(opts: PlayOptions) -> anyhow::Result<()> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64 % 1_000_000)
     });
-    let mut game = Game::new(&db, start, opts.first, opts.strength, seed)?;
+    let mut game = Game::new(&db, start, first, opts.strength, seed)?;
     let tty = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
     let mut input = std::io::stdin().lock();
@@ -53,7 +87,7 @@ pub fn cmd_play(opts: PlayOptions) -> anyhow::Result<()> {
         opts.db.rules,
         p,
         start.seeds(),
-        if opts.first == Side::Me {
+        if first == Side::Me {
             "you move"
         } else {
             "the database moves"
@@ -154,7 +188,7 @@ pub fn cmd_play(opts: PlayOptions) -> anyhow::Result<()> {
 /// The largest start (seeds per pit, up to the usual 4) whose levels are all built; 1
 /// if none is, so that the error names the smallest build that plays.
 fn default_seeds_per_pit(db: &DbArgs) -> usize {
-    let dir = db_dir(&db.dir, db.rules, db.pits);
+    let dir = db.db_dir();
     (1..=4)
         .rev()
         .find(|k| (0..=2 * db.pits * k).all(|n| level_exists(&dir, n)))

@@ -3,11 +3,12 @@
 use std::io::{BufRead, Write};
 
 use anyhow::{bail, Context};
+use clap::Args;
 
 use awari::{draw, Line};
 use awari::{Analysis, Database};
 
-use crate::DbArgs;
+use super::DbArgs;
 
 pub fn parse_counts(words: &[String]) -> anyhow::Result<Vec<u32>> {
     words
@@ -23,14 +24,36 @@ pub fn parse_counts(words: &[String]) -> anyhow::Result<Vec<u32>> {
         .collect()
 }
 
-pub fn cmd_query(
-    words: Vec<String>,
+/// Value of a position, of each legal move, and the best moves.
+#[derive(Args, Debug)]
+pub struct QueryArgs {
+    /// The 2P pit counts, side to move first, counter-clockwise from its leftmost pit
+    /// (as in the Romein-Bal lookup tool), e.g. 1 1 1 1 1 2 4 2 3 0 0 0.
+    #[arg(required_unless_present = "stdin", num_args = 1.., allow_negative_numbers = true)]
+    pits_counts: Vec<String>,
+    #[command(flatten)]
     db: DbArgs,
+    /// Also print a principal variation to the end of the game.
+    #[arg(long)]
     line: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
     json: bool,
+    /// Read one position per line from standard input and write one JSON object per
+    /// line (an object with "error" for a bad line).
+    #[arg(long, conflicts_with = "pits_counts")]
     stdin: bool,
-) -> anyhow::Result<()> {
-    let database = Database::open(&db.dir, db.rules, db.pits)?;
+}
+
+pub fn run(args: QueryArgs) -> anyhow::Result<()> {
+    let QueryArgs {
+        pits_counts: words,
+        db,
+        line,
+        json,
+        stdin,
+    } = args;
+    let database = Database::open(db.dir(), db.rules, db.pits)?;
     if stdin {
         let input = std::io::stdin().lock();
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use clap::Args;
 use serde::Serialize;
 
 use awari::group;
@@ -11,23 +12,43 @@ use awari::stats::{database_stats, LevelStats};
 
 use super::plot::{check_plot_path, write_plot};
 
-use super::{levels_arg, thread_pool};
-use crate::DbArgs;
+use super::{DbArgs, LevelsArg, Threads};
 
-pub fn cmd_stats(
+/// Per level: positions, share won / drawn / lost by the side to move, mean, largest and
+/// smallest value, and the distribution of values; optionally an SVG chart.
+#[derive(Args, Debug)]
+pub struct StatsArgs {
+    #[command(flatten)]
     db: DbArgs,
-    levels: Option<String>,
+    #[command(flatten)]
+    levels: LevelsArg,
+    /// Also write a chart to this file (SVG only, e.g. stats.svg): won / drawn / lost
+    /// shares per level, and the share of each value per level with the mean.
+    #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
+    /// Print one JSON object instead of the table: every number per level, with the full
+    /// histogram (positions per value), and the totals.
+    #[arg(long)]
     json: bool,
-    threads: Option<usize>,
-) -> anyhow::Result<()> {
-    let levels = levels_arg(levels)?;
+    #[command(flatten)]
+    threads: Threads,
+}
+
+pub fn run(args: StatsArgs) -> anyhow::Result<()> {
+    let StatsArgs {
+        db,
+        levels,
+        plot,
+        json,
+        threads,
+    } = args;
+    let levels = levels.range()?;
     // Refuse a bad chart name before reading gigabytes.
     if let Some(p) = &plot {
         check_plot_path(p)?;
     }
-    let (pool, threads) = thread_pool(threads)?;
-    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    let (pool, threads) = threads.pool()?;
+    let dir = db.db_dir();
     eprintln!(
         "statistics of the {} levels in {} ({} pits per side) with {threads} thread(s)",
         db.rules,
@@ -42,7 +63,7 @@ pub fn cmd_stats(
     };
     let mut rows = 0;
     let stats = pool.install(|| {
-        database_stats(&db.dir, db.rules, db.pits, levels, |s| {
+        database_stats(db.dir(), db.rules, db.pits, levels, |s| {
             if !json {
                 // A row as soon as its level is counted (large levels take seconds); the
                 // header with the first, so that an error comes alone.

@@ -1,33 +1,52 @@
-//! `awari verify` and `awari variants`: the checks and the table of small variants.
+//! `awari verify`: the checks of a built database, a row per level.
 
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::IsTerminal;
 
 use anyhow::bail;
+use clap::Args;
 
-use awari::{group, Rules};
+use awari::{group, verify, LevelCheck, Mismatches, VerifyOptions};
 
-use super::{levels_arg, thread_pool};
-use crate::DbArgs;
+use super::{DbArgs, LevelsArg, Threads};
 
-pub fn cmd_verify(
+/// Check a built database: headers, checksums, and every stored value against the values
+/// of its moves; with --deep, also solve every level again by an independent method and
+/// compare byte for byte.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    #[command(flatten)]
     db: DbArgs,
+    /// Levels to check, e.g. 0..=20 or 17 (default: every level present, from 0 up to the
+    /// first missing one). Levels below the range are read, not checked.
+    #[arg(long, value_name = "A..=B")]
     levels: Option<String>,
+    /// Also solve each level again by forward sweeps of the threshold attractors (not the
+    /// builder's method) and compare byte for byte: catches values that are wrong but
+    /// consistent round a cycle, which the local check cannot. Slower.
+    #[arg(long)]
     deep: bool,
-    threads: Option<usize>,
-) -> anyhow::Result<()> {
-    use awari::{verify, LevelCheck, Mismatches, VerifyOptions};
-    let levels = levels_arg(levels)?;
-    let (pool, threads) = thread_pool(threads)?;
+    #[command(flatten)]
+    threads: Threads,
+}
+
+pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
+    let VerifyArgs {
+        db,
+        levels,
+        deep,
+        threads,
+    } = args;
+    let levels = LevelsArg { levels }.range()?;
+    let (pool, threads) = threads.pool()?;
     let opts = VerifyOptions {
-        root: db.dir.clone(),
+        root: db.dir().to_path_buf(),
         rules: db.rules,
         pits: db.pits,
         levels,
         deep,
         progress: std::io::stderr().is_terminal(),
     };
-    let dir = awari::db_dir(&db.dir, db.rules, db.pits);
+    let dir = db.db_dir();
     eprintln!(
         "verifying {} levels in {} ({} pits per side){} with {threads} thread(s)",
         db.rules,
@@ -108,93 +127,6 @@ pub fn cmd_verify(
             dir.display(),
             bad.join(", ")
         );
-    }
-    Ok(())
-}
-
-/// A count such as 1200000000, 1_200_000_000 or 1.2e9.
-pub fn parse_amount(s: &str) -> Result<u64, String> {
-    let t = s.replace(['_', ','], "");
-    t.parse::<u64>()
-        .ok()
-        .or_else(|| {
-            t.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1.8e19)
-                .map(|x| x.round() as u64)
-        })
-        .ok_or_else(|| format!("'{s}' is not a number of positions (e.g. 1.2e9)"))
-}
-
-pub fn cmd_variants(
-    dir: PathBuf,
-    max_positions: u64,
-    reference_limit: u64,
-    rules: Option<Rules>,
-    pits: Option<usize>,
-    threads: Option<usize>,
-) -> anyhow::Result<()> {
-    use awari::variants::{
-        markdown, markdown_row, plan, result_in_words, solve, VariantOptions,
-        DEFAULT_MAX_POSITIONS, DEFAULT_REFERENCE_LIMIT,
-    };
-    if let Some(p) = pits {
-        if !(2..=8).contains(&p) {
-            bail!("--pits must be 2..=8, not {p}");
-        }
-    }
-    let (pool, threads) = thread_pool(threads)?;
-    let opts = VariantOptions {
-        root: dir,
-        max_positions,
-        reference_limit: reference_limit as usize,
-        pits: pits.map_or((2..=6).collect(), |p| vec![p]),
-        rules: rules.map_or(vec![Rules::Awari, Rules::Oware], |r| vec![r]),
-        progress: std::io::stderr().is_terminal(),
-    };
-    // The command that regenerates this table (the folder does not change it).
-    let mut command = "cargo run --release -- variants".to_string();
-    if max_positions != DEFAULT_MAX_POSITIONS {
-        command += &format!(" --max-positions {max_positions}");
-    }
-    if reference_limit as usize != DEFAULT_REFERENCE_LIMIT {
-        command += &format!(" --reference-limit {reference_limit}");
-    }
-    if let Some(r) = rules {
-        command += &format!(" --rules {r}");
-    }
-    if let Some(p) = pits {
-        command += &format!(" --pits {p}");
-    }
-    command += " > data/variants.md";
-    eprintln!(
-        "variants into {} with {threads} thread(s), budget {} positions",
-        opts.root.display(),
-        group(max_positions)
-    );
-    let mut out = std::io::stdout().lock();
-    write!(out, "{}", markdown(&[], &command))?;
-    out.flush()?;
-    for (variant, within) in plan(&opts) {
-        let row = pool.install(|| {
-            solve(&opts, variant, within, &mut |w: &str| {
-                eprintln!("warning: {w}")
-            })
-        })?;
-        eprintln!(
-            "{} {}x{}, {} per pit: {} ({:.1} s)",
-            variant.rules,
-            2,
-            variant.pits,
-            variant.per_pit,
-            row.value.map_or("not computed".into(), |v| format!(
-                "{v:+}, {}",
-                result_in_words(v)
-            )),
-            row.seconds
-        );
-        write!(out, "{}", markdown_row(&row))?;
-        out.flush()?;
     }
     Ok(())
 }

@@ -1,0 +1,52 @@
+//! `awari count`: the number of positions of every level, no database needed.
+
+use std::io::Write;
+
+use clap::Args;
+
+use awari::{group, Index};
+
+/// Print the number of positions of every level and the total.
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    /// Pits per side (2..=8).
+    #[arg(long, default_value_t = 6)]
+    pits: usize,
+    /// Highest level to count (default 4 seeds per pit).
+    #[arg(long)]
+    max_seeds: Option<usize>,
+}
+
+pub fn run(args: CountArgs) -> anyhow::Result<()> {
+    let CountArgs { pits, max_seeds } = args;
+    let max = max_seeds.unwrap_or(8 * pits);
+    let index = Index::new(pits, max)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:>5} {:>22} {:>22}",
+        "level", "positions", "cumulative"
+    )?;
+    let mut total: u128 = 0;
+    for n in 0..=max {
+        let s = index.level_size(n);
+        total += s as u128;
+        writeln!(out, "{:>5} {:>22} {:>22}", n, group(s), group(total as u64))?;
+    }
+    writeln!(
+        out,
+        "total levels 0..={max}: {} positions",
+        group(total as u64)
+    )?;
+    if pits == 6 && max >= 48 {
+        // The Romein-Bal count: level 47 cannot occur (the first capture takes at least
+        // two seeds) and the start position, not stored, is counted once.
+        let rb: u64 = (0..=46).map(|n| index.level_size(n)).sum::<u64>() + index.level_size(48) + 1;
+        writeln!(
+            out,
+            "Romein-Bal database (levels 0..=46 and 48, plus the start position): {} positions",
+            group(rb)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! `awari unpack`: raw levels restored from packed files, a row per level.
+
+use clap::Args;
+
+use super::pack::each_level;
+use super::{DbArgs, Threads};
+
+/// Restore raw levels from packed files, byte for byte.
+#[derive(Args, Debug)]
+pub struct UnpackArgs {
+    #[command(flatten)]
+    db: DbArgs,
+    /// The level to unpack.
+    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    level: Option<usize>,
+    /// Unpack every packed level of the database.
+    #[arg(long)]
+    all: bool,
+    /// Remove each packed file once its raw level is written (default: keep it).
+    #[arg(long)]
+    remove_packed: bool,
+    #[command(flatten)]
+    threads: Threads,
+}
+
+pub fn run(args: UnpackArgs) -> anyhow::Result<()> {
+    let UnpackArgs {
+        db,
+        level,
+        all: _,
+        remove_packed,
+        threads,
+    } = args;
+    let dir = db.db_dir();
+    let keep = awari::pack::has_exit_model(&dir);
+    each_level(&db, level, true, keep, threads, |levels, n| {
+        awari::pack::unpack_level(levels, n, remove_packed)
+    })
+}
