@@ -750,9 +750,10 @@ def common_args(parser: argparse.ArgumentParser) -> None:
 def query_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="awari_db.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="The value of a position and of each legal move, read from a database "
-                    "that `awari build` wrote, with the same numbers as `awari query`. "
-                    "A second implementation of DESIGN.md in the Python standard library.",
+        description="""\
+The value of a position and of each legal move, read from a database that
+`awari build` wrote, with the same numbers as `awari query`: a second
+implementation of DESIGN.md in the Python standard library.""",
         epilog="""\
 the other command:
   awari_db.py check [--dir db] [--rules R] [--pits P] [--levels A..=B]
@@ -782,10 +783,11 @@ examples:
 def check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="awari_db.py check", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Checks raw levels: every header field (magic, version, rules, P, level, "
-                    "positions, complete mark, index scheme, payload offset, header checksum), "
-                    "the file length, zero header padding, every value in -n..=n, and the "
-                    "payload checksum, recomputed.",
+        description="""\
+Checks raw levels: every header field (magic, version, rules, P, level,
+positions, complete mark, index scheme, payload offset, header checksum), the
+file length, zero header padding, every value in -n..=n, and the payload
+checksum (XXH3-64), recomputed.""",
         epilog="""\
 speed: XXH3-64 in pure Python runs at about 30 MB/s on one core (levels of
 up to a few MB check in well under a second; level 24 of Awari, 383 MB,
