@@ -56,7 +56,7 @@ class MissingLevel(ToolError):
     build answers the query (a child's level is missing: build up to the position's)."""
 
     def __init__(self, db: "Database", seeds: int, upto: int):
-        self.db, self.seeds = db, seeds
+        self.seeds = seeds
         super().__init__(
             f"level {seeds} ({db.rules}, {db.pits} pits per side) is not built in "
             f"{db.dir}; run `{db.build_command(upto)}`"
@@ -459,25 +459,34 @@ class Level:
         self.path, self.seeds = path, n
         try:
             with open(path, "rb") as f:
-                head = f.read(PAYLOAD_OFFSET)
-                length = os.fstat(f.fileno()).st_size
-                self.header = self._checked(decode_header_at(path, head), rules, p, n)
-                want = PAYLOAD_OFFSET + self.header.positions
-                if length != want:
-                    raise ToolError(f"{path}: {length} bytes, expected {want}: "
-                                    f"{'truncated' if length < want else 'trailing data'}")
+                self.header = self._expected(self._decoded(f.read(PAYLOAD_OFFSET)), rules, p, n)
+                self._check_length(os.fstat(f.fileno()).st_size)
                 self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as e:
-            raise ToolError(f"{path}: {e.strerror or e}") from None
+            raise self.bad(f"{e.strerror} (os error {e.errno})") from None
 
-    def _checked(self, h: Header, rules: str, p: int, n: int) -> Header:
+    def bad(self, problem: str) -> ToolError:
+        return ToolError(f"{self.path}: {problem}")
+
+    def _decoded(self, head: bytes) -> Header:
+        try:
+            return decode_header(head)
+        except ToolError as e:
+            raise self.bad(str(e)) from None
+
+    def _expected(self, h: Header, rules: str, p: int, n: int) -> Header:
         for what, got, want in (("rules", h.rules, rules), ("P =", h.pits, p),
                                 ("level", h.seeds, n),
                                 ("positions:", h.positions, level_size(p, n))):
             if got != want:
-                raise ToolError(f"{self.path}: holds {what} {got}, expected {want}: "
-                                "a level of another database")
+                raise self.bad(f"holds {what} {got}, expected {want}: a level of another database")
         return h
+
+    def _check_length(self, length: int) -> None:
+        want = PAYLOAD_OFFSET + self.header.positions
+        if length != want:
+            raise self.bad(f"{length} bytes, expected {want}: "
+                           f"{'truncated' if length < want else 'trailing data'}")
 
     def value(self, index: int) -> int:
         byte = self.map[PAYLOAD_OFFSET + index]
@@ -485,13 +494,6 @@ class Level:
 
     def payload(self) -> memoryview:
         return memoryview(self.map)[PAYLOAD_OFFSET:]
-
-
-def decode_header_at(path: str, head: bytes) -> Header:
-    try:
-        return decode_header(head)
-    except ToolError as e:
-        raise ToolError(f"{path}: {e}") from None
 
 
 def open_level(root: str, rules: str, p: int, n: int) -> Level | None:
@@ -571,8 +573,8 @@ class Database:
                          else "cannot feed the opponent: the side to move takes the rest")
         stored = is_stored(board, self.pits)
         if stored and (v := self.stored_value(board)) != value:
-            raise ToolError(f"{self.level(n).path}: inconsistent: position {' '.join(map(str, board))} "
-                            f"is stored as {v} but its moves give {value}; run `awari verify`")
+            raise self.level(n).bad(f"inconsistent: position {' '.join(map(str, board))} is stored "
+                                    f"as {v} but its moves give {value}; run `awari verify`")
         return {"rules": self.rules, "pits": list(board), "seeds": n, "value": value,
                 "stored": stored, "moves": moves,
                 "best": [m["pit"] for m in moves if m["value"] == value], "game_over": game_over}
@@ -665,7 +667,7 @@ def check_payload(level: Level, progress: Callable[[int], None] | None) -> None:
     """Header padding zero, every value in -n..=n, payload checksum as in the header."""
     head = level.map[48:PAYLOAD_OFFSET]
     if head.count(0) != len(head):
-        raise ToolError(f"{level.path}: non-zero bytes in the header padding (48..{PAYLOAD_OFFSET})")
+        raise level.bad(f"non-zero bytes in the header padding (48..{PAYLOAD_OFFSET})")
     payload = level.payload()
     n = level.seeds
     values = bytes(v & 0xFF for v in range(-n, n + 1))
@@ -673,11 +675,10 @@ def check_payload(level: Level, progress: Callable[[int], None] | None) -> None:
         data = payload[at:at + (1 << 24)].tobytes()
         if bad := data.translate(None, values):  # what is left is not a value
             v = bad[0] - 256 if bad[0] > 127 else bad[0]
-            raise ToolError(f"{level.path}: position {at + data.index(bad[0])} holds {v}, "
-                            f"not a value of level {n}")
+            raise level.bad(f"position {at + data.index(bad[0])} holds {v}, not a value of level {n}")
     got = xxh3_64(payload, progress)
     if got != level.header.checksum:
-        raise ToolError(f"{level.path}: damaged payload (checksum {got:016x}, "
+        raise level.bad(f"damaged payload (checksum {got:016x}, "
                         f"header says {level.header.checksum:016x})")
 
 
@@ -807,7 +808,11 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.stdin:
         if args.position:
             raise ToolError("--stdin reads positions from standard input, not from arguments")
-        query_stream(db, sys.stdin, sys.stdout)
+        sys.stdin.reconfigure(newline="\n", errors="strict")  # lines end at \n only, as in Rust
+        try:
+            query_stream(db, sys.stdin, sys.stdout)
+        except UnicodeDecodeError:
+            raise ToolError("reading standard input: stream did not contain valid UTF-8") from None
         return 0
     if not args.position:
         raise ToolError("give a position: 2P seed counts, side to move first (or --stdin)")
@@ -826,6 +831,10 @@ def main(argv: list[str]) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as the Rust tool does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
