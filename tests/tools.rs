@@ -22,6 +22,8 @@ const MAX: u64 = 14;
 const RB_EXAMPLE: [&str; 12] = ["1", "1", "1", "1", "1", "2", "4", "2", "3", "0", "0", "0"];
 /// Random positions compared per rule set.
 const PER_RULES: usize = 1000;
+/// Where a level's payload starts, after its header (DESIGN section 4).
+const PAYLOAD_OFFSET: usize = 4096;
 
 fn tool(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -42,7 +44,7 @@ fn python(script: &str, args: &[&str], input: &[u8]) -> Output {
     {
         Ok(child) => child,
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            panic!("python3 is not on PATH: these tests need Python 3.11 or newer to run tools/{script}")
+            panic!("python3 is not on PATH: these tests need Python 3 (3.9 or newer) to run tools/{script}")
         }
         Err(e) => panic!("cannot run python3 tools/{script}: {e}"),
     };
@@ -109,8 +111,15 @@ impl Db {
         self.path("db").to_str().unwrap().to_string()
     }
 
-    fn level(&self, rules: &str, n: u64) -> PathBuf {
-        self.path(&format!("db/{rules}-6/level-{n:03}.awl"))
+    /// A copy of the awari levels under the root `<tmp>/<name>`; the root.
+    fn copy(&self, name: &str) -> String {
+        let to = self.path(&format!("{name}/awari-6"));
+        fs::create_dir_all(&to).unwrap();
+        for entry in fs::read_dir(self.path("db/awari-6")).unwrap() {
+            let entry = entry.unwrap();
+            fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+        self.path(name).to_str().unwrap().to_string()
     }
 
     /// `awari export --format romein-bal` into `<tmp>/<name>`; the folder.
@@ -264,57 +273,73 @@ fn python_reader_gives_the_published_example_and_checks_levels() {
     assert_eq!(value, 0, "{json}");
     let per_pit: Vec<i64> = moves.iter().map(|m| m.1).collect();
     assert_eq!(per_pit, [-1, -1, -2, -2, -2, 0], "{json}");
+    // The text too is the binary's, line for line.
     let shown = python_ok(
         "awari_db.py",
         &[&["--dir", &root], &RB_EXAMPLE[..]].concat(),
         b"",
     );
-    assert!(
-        shown.contains("value +0 for the side to move (draw)"),
-        "{shown}"
+    assert_eq!(
+        shown,
+        ok(&[&["query", "--dir", &root], &RB_EXAMPLE[..]].concat())
     );
 
     let levels = format!("0..={MAX}");
-    let report = python_ok(
-        "awari_db.py",
-        &["check", "--dir", &root, "--levels", &levels],
-        b"",
-    );
+    let check = |root: &str| {
+        python(
+            "awari_db.py",
+            &["check", "--dir", root, "--levels", &levels],
+            b"",
+        )
+    };
+    let report = check(&root);
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let report = text(&report.stdout);
     assert!(
         report.contains(&format!("checked {} of {} levels", MAX + 1, MAX + 1)),
         "{report}"
     );
 
     // One flipped payload byte: the check fails and names the file.
-    let path = db.level("awari", 9);
-    let good = fs::read(&path).unwrap();
-    let mut bad = good.clone();
-    bad[4096 + 1000] ^= 1;
-    fs::write(&path, &bad).unwrap();
+    let flipped = db.copy("flipped");
+    let path = Path::new(&flipped).join("awari-6/level-009.awl");
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[PAYLOAD_OFFSET + 1000] ^= 1;
+    fs::write(&path, &bytes).unwrap();
     let (_, err) = python_fail(
         "awari_db.py",
-        &["check", "--dir", &root, "--levels", &levels],
+        &["check", "--dir", &flipped, "--levels", &levels],
         1,
     );
-    assert!(
-        err.contains(&format!("{}: damaged payload", path.display())),
-        "{err}"
-    );
+    let named = format!("error: {}: damaged payload", path.display());
+    assert!(err.lines().any(|l| l.starts_with(&named)), "{err}");
+    let failed = format!("error: 1 of {} levels failed the check", MAX + 1);
+    assert!(err.lines().any(|l| l == failed), "{err}");
+
     // Truncated: the header check refuses it, and so does a query that needs it.
-    fs::write(&path, &good[..good.len() - 1]).unwrap();
+    let truncated = db.copy("truncated");
+    let path = Path::new(&truncated).join("awari-6/level-009.awl");
+    let bytes = fs::read(&path).unwrap();
+    fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
     let (_, err) = python_fail(
         "awari_db.py",
-        &["check", "--dir", &root, "--levels", "9"],
+        &["check", "--dir", &truncated, "--levels", "9"],
         1,
     );
-    assert!(
-        err.contains(&format!("{}: ", path.display())) && err.contains("truncated"),
-        "{err}"
+    let named = format!(
+        "error: {}: {} bytes, expected {}: truncated",
+        path.display(),
+        bytes.len() - 1,
+        bytes.len()
     );
+    assert!(err.lines().any(|l| l == named), "{err}");
     let nine = ["0", "0", "0", "0", "0", "0", "9", "0", "0", "0", "0", "0"];
-    let (_, err) = python_fail("awari_db.py", &[&["--dir", &root], &nine[..]].concat(), 1);
-    assert!(err.contains("truncated"), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let (_, err) = python_fail(
+        "awari_db.py",
+        &[&["--dir", &truncated], &nine[..]].concat(),
+        1,
+    );
+    assert_eq!(err.trim_end(), named, "{err}");
 }
 
 /// Sets byte `i` of a `scores.N` file of level `n` to another value of that level;

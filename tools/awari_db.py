@@ -44,6 +44,9 @@ from operator import add, mul
 from pathlib import PurePath
 from typing import Callable, Iterator, NamedTuple, Sequence, TextIO
 
+if sys.version_info < (3, 9):
+    sys.exit("error: awari_db.py needs Python 3.9 or newer (tested with 3.11)")
+
 # ---------------------------------------------------------------------------------
 # Errors
 
@@ -140,12 +143,8 @@ def is_stored(board: Sequence[int], p: int) -> bool:
 
 @lru_cache(maxsize=None)
 def compositions(k: int, s: int) -> int:
-    """Ways to put `s` seeds into `k` pits."""
-    if s < 0:
-        return 0
-    if k == 0:
-        return 1 if s == 0 else 0
-    return math.comb(s + k - 1, k - 1)
+    """Ways to put `s` seeds into `k >= 1` pits."""
+    return math.comb(s + k - 1, k - 1) if s >= 0 else 0
 
 
 @lru_cache(maxsize=None)
