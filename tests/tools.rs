@@ -300,6 +300,17 @@ fn python_reader_gives_the_published_example_and_checks_levels() {
         "{report}"
     );
 
+    // Two pits per side: levels of (n+1)^2 positions, so that the payload checksums
+    // the builder wrote also test XXH3's paths for short and medium inputs (4 to 240
+    // bytes), as the header checksums test the 40-byte one.
+    ok(&["build", "--max-seeds", "20", "--pits", "2", "--dir", &root]);
+    let report = python_ok(
+        "awari_db.py",
+        &["check", "--pits", "2", "--dir", &root],
+        b"",
+    );
+    assert!(report.contains("checked 21 of 21 levels"), "{report}");
+
     // One flipped payload byte: the check fails and names the file.
     let flipped = db.copy("flipped");
     let path = Path::new(&flipped).join("awari-6/level-009.awl");
