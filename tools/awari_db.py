@@ -828,12 +828,16 @@ def main(argv: list[str]) -> int:
     except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): nothing left to say, as in the Rust tool.
+        # Stdout goes to /dev/null so that Python's flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:  # a folder that cannot be listed, say
+        print(f"error: {e.filename}: {e.strerror} (os error {e.errno})", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        # The reader went away (`| head`): stop quietly, as the Rust tool does.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
 
 
 if __name__ == "__main__":
