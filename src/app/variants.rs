@@ -309,7 +309,7 @@ pub fn markdown(rows: &[Row], command: &str) -> String {
         "The value of the start position (`k` seeds in each of the `2P` pits) for the first \
          player under perfect play: seeds it captures from the start minus seeds its opponent \
          captures, the seeds left in an endless cycle split evenly. From the databases built by \
-         `awari build`; the independent solver (`src/reference.rs`: every position reachable \
+         `awari build`; the independent solver (`src/solve/reference.rs`: every position reachable \
          from the start, value iteration, no level files) was run where the reachable graph \
          fits its limit and compared on every position it reached. `seconds` is the time this \
          run spent on the row on 2 cores (building the levels not built by an earlier row, \
