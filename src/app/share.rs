@@ -37,10 +37,13 @@ pub fn check_romein_bal(rules: Rules, pits: usize) -> Result<()> {
 /// One level exported or imported.
 #[derive(Clone, Debug)]
 pub struct Transfer {
+    /// The level: seeds on the board.
     pub seeds: usize,
+    /// Positions in the level (values transferred).
     pub positions: u64,
     /// The file written.
     pub path: PathBuf,
+    /// Size of the file written, in bytes (a `scores.N` file is one byte per position).
     pub bytes: u64,
 }
 
@@ -246,13 +249,17 @@ pub fn import(
 /// What packing or unpacking one level did.
 #[derive(Clone, Copy, Debug)]
 pub struct PackReport {
+    /// The level: seeds on the board.
     pub seeds: usize,
+    /// Positions in the level.
     pub positions: u64,
     /// Size of the raw level file.
     pub raw_bytes: u64,
     /// Size of the packed level file.
     pub packed_bytes: u64,
+    /// The value model of the pack (packed, or unpacked from).
     pub model: Model,
+    /// Wall-clock time the level took, in seconds.
     pub seconds: f64,
 }
 

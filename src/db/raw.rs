@@ -41,14 +41,21 @@ pub const PAYLOAD_OFFSET: usize = 4096;
 /// What a level file says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The rule set the level was built under.
     pub rules: Rules,
+    /// Pits per side, `P`.
     pub pits: usize,
+    /// Seeds on the board: the level `n`.
     pub seeds: usize,
+    /// Positions in the level: payload bytes, one value each.
     pub positions: u64,
+    /// XXH3-64 of the payload (the values in index order).
     pub checksum: u64,
 }
 
 impl Header {
+    /// The whole header block as stored at the start of the file: the fields, the header
+    /// checksum over bytes `0..40`, zeros up to [`PAYLOAD_OFFSET`]. Always marked complete.
     pub fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
         let mut h = [0u8; PAYLOAD_OFFSET];
         h[0..8].copy_from_slice(&MAGIC);
@@ -159,7 +166,9 @@ pub fn check_expected(path: &Path, header: &Header, expect: &Expect) -> Result<(
 /// Whether opening a level reads the whole payload to check its checksum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
+    /// The header and the file length only: cheap, the payload is not read.
     HeaderOnly,
+    /// Also the payload checksum, which reads every byte of the level.
     Full,
 }
 
@@ -221,10 +230,12 @@ impl RawLevel {
         Ok(())
     }
 
+    /// The header, as checked when the level was opened.
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The file the level was opened from.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -252,6 +263,8 @@ pub struct LevelWriter {
 }
 
 impl LevelWriter {
+    /// Starts level `seeds` of `positions` values under `<path>.tmp` (created or
+    /// truncated): a zero header, no complete mark, until [`LevelWriter::finish`].
     pub fn create(
         path: &Path,
         rules: Rules,
