@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use crate::db::layout::{db_dir, level_exists, level_path, list_levels, packed_path, Expect};
+use crate::db::layout::{
+    db_dir, level_exists, level_path, list_levels, missing_level, packed_path, Expect,
+};
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions, PackedLevel};
 use crate::db::raw::{Check, LevelWriter, RawLevel, TmpFile, PAYLOAD_OFFSET};
@@ -87,8 +89,9 @@ pub fn export(
     let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;
     let mut done = Vec::new();
     for n in levels {
+        // Listed a moment ago, but it may have gone since: say so rather than panic.
         let level = LevelFile::open(&dir, &Expect::level(rules, &index, n), Check::HeaderOnly)?
-            .expect("listed level exists");
+            .ok_or_else(|| missing_level(&dir, rules, pits, n, n))?;
         // Every checksum checked: a raw level's here, a packed one's blocks and payload
         // as it decompresses.
         let below = stack.below_for(n, level.model())?;
@@ -374,4 +377,38 @@ pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> R
         model,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes raw levels `0..=top` of the `awari`, 6-pit database under `root`, all
+    /// values 0 (checksums are all that export looks at).
+    fn zero_levels(root: &Path, top: usize) -> PathBuf {
+        let dir = db_dir(root, Rules::Awari, 6);
+        fs::create_dir_all(&dir).unwrap();
+        let index = Index::new(6, top).unwrap();
+        for n in 0..=top {
+            let size = index.level_size(n);
+            let mut w = LevelWriter::create(&level_path(&dir, n), Rules::Awari, 6, n, size).unwrap();
+            w.write(&vec![0; size as usize]).unwrap();
+            w.finish().unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn export_skips_files_no_level_is_written_under() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = zero_levels(root.path(), 1);
+        // Stray names that parse as level numbers but are not what `level_path` writes.
+        fs::write(dir.join("level-7.awl"), b"junk").unwrap();
+        fs::write(dir.join("level-0002.awp"), b"junk").unwrap();
+        let out = root.path().join("out");
+        let done = export(root.path(), Rules::Awari, 6, &out, None, |_| {}).unwrap();
+        let levels: Vec<usize> = done.iter().map(|t| t.seeds).collect();
+        assert_eq!(levels, [0, 1]);
+        assert_eq!(fs::read(scores_path(&out, 1)).unwrap(), vec![0; 12]);
+    }
 }
