@@ -141,10 +141,12 @@ pub fn import(
     for entry in fs::read_dir(src).map_err(|e| Error::io(src, e))? {
         let entry = entry.map_err(|e| Error::io(src, e))?;
         let name = entry.file_name();
+        // Only the names `scores_path` gives (`scores.7`, not `scores.007` or `scores.+7`),
+        // since that is the file opened below.
         if let Some(n) = name
             .to_str()
             .and_then(|s| s.strip_prefix("scores."))
-            .and_then(|s| s.parse::<usize>().ok())
+            .and_then(|s| s.parse::<usize>().ok().filter(|n| n.to_string() == s))
         {
             found.push(n);
         }
@@ -410,5 +412,25 @@ mod tests {
         let levels: Vec<usize> = done.iter().map(|t| t.seeds).collect();
         assert_eq!(levels, [0, 1]);
         assert_eq!(fs::read(scores_path(&out, 1)).unwrap(), vec![0; 12]);
+    }
+
+    #[test]
+    fn import_takes_only_canonical_scores_names() {
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("scores");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(scores_path(&src, 0), [0]).unwrap();
+        fs::write(scores_path(&src, 1), [0; 12]).unwrap();
+        // Not `scores.N` names: skipped, even though `scores.1` exists beside them.
+        fs::write(src.join("scores.001"), [0; 12]).unwrap();
+        fs::write(src.join("scores.+1"), [0; 12]).unwrap();
+        // Would be refused (wrong size) if it were taken for `scores.2`.
+        fs::write(src.join("scores.02"), b"junk").unwrap();
+        let db = root.path().join("db");
+        let done = import(&db, Rules::Awari, 6, &src, &ImportOptions::default(), |_| {}).unwrap();
+        let levels: Vec<usize> = done.iter().map(|t| t.seeds).collect();
+        assert_eq!(levels, [0, 1]);
+        let dir = db_dir(&db, Rules::Awari, 6);
+        assert_eq!(list_levels(&dir).unwrap(), [(0, false), (1, false)]);
     }
 }
