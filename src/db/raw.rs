@@ -361,7 +361,10 @@ impl TmpFile {
             return Err(Error::io(&self.tmp, e));
         }
         drop(f);
-        fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        if let Err(e) = fs::rename(&self.tmp, &self.path) {
+            let _ = fs::remove_file(&self.tmp);
+            return Err(Error::io(&self.path, e));
+        }
         if let Some(dir) = self.path.parent() {
             // Make the rename itself durable; not all file systems allow this.
             if let Ok(d) = File::open(dir) {
@@ -438,5 +441,23 @@ mod tests {
             w.write(&[1]).unwrap();
         }
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn failed_rename_leaves_no_tmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = level_path(dir.path(), 1);
+        // A non-empty folder under the final name: the rename fails.
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("keep"), b"x").unwrap();
+        let mut w = LevelWriter::create(&path, Rules::Awari, 6, 1, 2).unwrap();
+        w.write(&[0, 1]).unwrap();
+        let e = w.finish().err().unwrap();
+        assert!(e.to_string().contains("level-001.awl"), "{e}");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from("level-001.awl")]);
     }
 }
