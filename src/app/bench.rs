@@ -17,8 +17,11 @@ use crate::util::peak_rss;
 pub struct BenchOptions {
     /// Scratch folder; each thread count builds into its own sub-folder, removed first.
     pub scratch: PathBuf,
+    /// The rule set of the levels built.
     pub rules: Rules,
+    /// Pits per side.
     pub pits: usize,
+    /// The highest level built: levels `0..=max_seeds` each run.
     pub max_seeds: usize,
     /// Thread counts to run, in order (e.g. 1 and 2).
     pub threads: Vec<usize>,
@@ -27,8 +30,11 @@ pub struct BenchOptions {
 /// One build run: its per-level reports and its peak memory.
 #[derive(Clone, Debug)]
 pub struct Run {
+    /// Threads in the run's rayon pool.
     pub threads: usize,
+    /// The builder's report of each level, in order.
     pub levels: Vec<LevelReport>,
+    /// Wall time of the whole build, in seconds (reading checksums back not included).
     pub seconds: f64,
     /// Peak resident memory of the run in bytes (Linux; the peak is reset between runs).
     pub peak_rss: Option<u64>,

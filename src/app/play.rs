@@ -59,9 +59,11 @@ impl std::fmt::Display for BadMove {
 /// One move of the game, with what the database thought of it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Played {
+    /// Who moved.
     pub side: Side,
     /// 0-based pit of the mover.
     pub pit: u8,
+    /// Seeds the move captured (not counting `took_rest`).
     pub captured: u8,
     /// Final margin for the mover after this move, under perfect play from then on.
     pub value: i8,
@@ -99,10 +101,12 @@ struct Snapshot {
 pub struct Random(u64);
 
 impl Random {
+    /// The stream of `seed`: the same seed gives the same numbers.
     pub fn new(seed: u64) -> Random {
         Random(seed)
     }
 
+    /// The next number, uniform over all of `u64`.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -211,10 +215,12 @@ impl<'a> Game<'a> {
         self.start
     }
 
+    /// Who moved first.
     pub fn first(&self) -> Side {
         self.first
     }
 
+    /// Whose turn it is (still set once the game is over: see [`Game::ending`]).
     pub fn to_move(&self) -> Side {
         self.to_move
     }
@@ -232,10 +238,12 @@ impl<'a> Game<'a> {
         self.captured
     }
 
+    /// The moves played so far, in order (those taken back by [`Game::undo`] are gone).
     pub fn moves(&self) -> &[Played] {
         &self.moves
     }
 
+    /// How the game ended; `None` while it goes on.
     pub fn ending(&self) -> Option<&Ending> {
         self.ending.as_ref()
     }

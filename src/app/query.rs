@@ -42,12 +42,17 @@ pub struct MoveValue {
 /// A position, its value and the value of each move.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Analysis {
+    /// The `2P` pit counts, side to move first.
     pub pits: Vec<u8>,
+    /// Seeds on the board: the level.
     pub seeds: usize,
+    /// The final margin for the side to move under perfect play (DESIGN.md section 2):
+    /// the best move's value, or the game end's when there is no move.
     pub value: i8,
     /// Whether the position is stored in the database (some opponent pit empty); if not,
     /// its value comes from its children.
     pub stored: bool,
+    /// Every legal move and its value, in pit order; empty when the game is over.
     pub moves: Vec<MoveValue>,
     /// The pits of the best moves.
     pub best: Vec<u8>,
@@ -60,7 +65,9 @@ pub struct Analysis {
 pub struct Ply {
     /// 0 for the side to move at the start, 1 for its opponent.
     pub player: u8,
+    /// The pit sowed from, 0-based, in the mover's frame.
     pub pit: u8,
+    /// Seeds the move captured.
     pub captured: u8,
     /// The position after the move, seen from the side now to move.
     pub after: Vec<u8>,
@@ -69,6 +76,7 @@ pub struct Ply {
 /// A principal variation to the end of the game and its score.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Line {
+    /// The moves, in order.
     pub plies: Vec<Ply>,
     /// How the line ends: "no seeds", "cannot feed", "opponent starved", "cycle", ...
     pub end: String,
@@ -94,18 +102,22 @@ impl Database {
         })
     }
 
+    /// The rule set of the database.
     pub fn rules(&self) -> Rules {
         self.rules
     }
 
+    /// Pits per side.
     pub fn pits(&self) -> usize {
         self.pits
     }
 
+    /// The database folder, `<root>/<rules>-<P>`.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The ranking tables of the board size, for every level it supports.
     pub fn index(&self) -> &Index {
         &self.index
     }

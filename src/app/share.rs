@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use crate::db::layout::{db_dir, level_exists, level_path, list_levels, packed_path, Expect};
+use crate::db::layout::{
+    db_dir, level_exists, level_path, list_levels, missing_level, packed_path, Expect,
+};
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions, PackedLevel};
 use crate::db::raw::{Check, LevelWriter, RawLevel, TmpFile, PAYLOAD_OFFSET};
@@ -37,10 +39,13 @@ pub fn check_romein_bal(rules: Rules, pits: usize) -> Result<()> {
 /// One level exported or imported.
 #[derive(Clone, Debug)]
 pub struct Transfer {
+    /// The level: seeds on the board.
     pub seeds: usize,
+    /// Positions in the level (values transferred).
     pub positions: u64,
     /// The file written.
     pub path: PathBuf,
+    /// Size of the file written, in bytes (a `scores.N` file is one byte per position).
     pub bytes: u64,
 }
 
@@ -84,8 +89,9 @@ pub fn export(
     let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;
     let mut done = Vec::new();
     for n in levels {
+        // Listed a moment ago, but it may have gone since: say so rather than panic.
         let level = LevelFile::open(&dir, &Expect::level(rules, &index, n), Check::HeaderOnly)?
-            .expect("listed level exists");
+            .ok_or_else(|| missing_level(&dir, rules, pits, n, n))?;
         // Every checksum checked: a raw level's here, a packed one's blocks and payload
         // as it decompresses.
         let below = stack.below_for(n, level.model())?;
@@ -135,10 +141,12 @@ pub fn import(
     for entry in fs::read_dir(src).map_err(|e| Error::io(src, e))? {
         let entry = entry.map_err(|e| Error::io(src, e))?;
         let name = entry.file_name();
+        // Only the names `scores_path` gives (`scores.7`, not `scores.007` or `scores.+7`),
+        // since that is the file opened below.
         if let Some(n) = name
             .to_str()
             .and_then(|s| s.strip_prefix("scores."))
-            .and_then(|s| s.parse::<usize>().ok())
+            .and_then(|s| s.parse::<usize>().ok().filter(|n| n.to_string() == s))
         {
             found.push(n);
         }
@@ -246,13 +254,17 @@ pub fn import(
 /// What packing or unpacking one level did.
 #[derive(Clone, Copy, Debug)]
 pub struct PackReport {
+    /// The level: seeds on the board.
     pub seeds: usize,
+    /// Positions in the level.
     pub positions: u64,
     /// Size of the raw level file.
     pub raw_bytes: u64,
     /// Size of the packed level file.
     pub packed_bytes: u64,
+    /// The value model of the pack (packed, or unpacked from).
     pub model: Model,
+    /// Wall-clock time the level took, in seconds.
     pub seconds: f64,
 }
 
@@ -367,4 +379,58 @@ pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> R
         model,
         seconds: t0.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes raw levels `0..=top` of the `awari`, 6-pit database under `root`, all
+    /// values 0 (checksums are all that export looks at).
+    fn zero_levels(root: &Path, top: usize) -> PathBuf {
+        let dir = db_dir(root, Rules::Awari, 6);
+        fs::create_dir_all(&dir).unwrap();
+        let index = Index::new(6, top).unwrap();
+        for n in 0..=top {
+            let size = index.level_size(n);
+            let mut w = LevelWriter::create(&level_path(&dir, n), Rules::Awari, 6, n, size).unwrap();
+            w.write(&vec![0; size as usize]).unwrap();
+            w.finish().unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn export_skips_files_no_level_is_written_under() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = zero_levels(root.path(), 1);
+        // Stray names that parse as level numbers but are not what `level_path` writes.
+        fs::write(dir.join("level-7.awl"), b"junk").unwrap();
+        fs::write(dir.join("level-0002.awp"), b"junk").unwrap();
+        let out = root.path().join("out");
+        let done = export(root.path(), Rules::Awari, 6, &out, None, |_| {}).unwrap();
+        let levels: Vec<usize> = done.iter().map(|t| t.seeds).collect();
+        assert_eq!(levels, [0, 1]);
+        assert_eq!(fs::read(scores_path(&out, 1)).unwrap(), vec![0; 12]);
+    }
+
+    #[test]
+    fn import_takes_only_canonical_scores_names() {
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("scores");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(scores_path(&src, 0), [0]).unwrap();
+        fs::write(scores_path(&src, 1), [0; 12]).unwrap();
+        // Not `scores.N` names: skipped, even though `scores.1` exists beside them.
+        fs::write(src.join("scores.001"), [0; 12]).unwrap();
+        fs::write(src.join("scores.+1"), [0; 12]).unwrap();
+        // Would be refused (wrong size) if it were taken for `scores.2`.
+        fs::write(src.join("scores.02"), b"junk").unwrap();
+        let db = root.path().join("db");
+        let done = import(&db, Rules::Awari, 6, &src, &ImportOptions::default(), |_| {}).unwrap();
+        let levels: Vec<usize> = done.iter().map(|t| t.seeds).collect();
+        assert_eq!(levels, [0, 1]);
+        let dir = db_dir(&db, Rules::Awari, 6);
+        assert_eq!(list_levels(&dir).unwrap(), [(0, false), (1, false)]);
+    }
 }

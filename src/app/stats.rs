@@ -129,6 +129,7 @@ impl LevelStats {
             .unwrap_or(0)
     }
 
+    /// Positions counted, over every value.
     pub fn positions(&self) -> u64 {
         self.counts.iter().sum()
     }

@@ -28,8 +28,11 @@ pub const DEFAULT_REFERENCE_LIMIT: usize = 20_000_000;
 /// One variant: `pits` per side, `per_pit` seeds in each pit at the start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
+    /// The rule set.
     pub rules: Rules,
+    /// Pits per side, `P`.
     pub pits: usize,
+    /// Seeds in each pit at the start, `k`.
     pub per_pit: usize,
 }
 
@@ -39,6 +42,7 @@ impl Variant {
         2 * self.pits * self.per_pit
     }
 
+    /// The start position: `k` seeds in each of the `2P` pits.
     pub fn start(&self) -> Board {
         Board::start(self.pits, self.per_pit)
     }
@@ -66,25 +70,40 @@ impl Variant {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Second {
     /// It explored `reachable` positions and agrees with the database on all of them.
-    Agrees { reachable: usize },
+    Agrees {
+        /// Positions reachable from the start, all compared.
+        reachable: usize,
+    },
     /// It disagrees on `count` of `reachable` positions, for example on `board`.
     Disagrees {
+        /// Positions reachable from the start, all compared.
         reachable: usize,
+        /// Positions where the two values differ.
         count: usize,
+        /// The first of them in the solver's (breadth-first) order.
         board: Board,
+        /// Its value in the database.
         database: i8,
+        /// Its value by the independent solver.
         reference: i8,
     },
     /// Not run: the reachable graph has more positions than the limit.
-    TooLarge { limit: usize },
+    TooLarge {
+        /// The solver's limit, in positions.
+        limit: usize,
+    },
     /// Not tried: the database has more than twice the limit of positions, so the
     /// reachable graph (about 60 to 70% of it on the variants that ran) would not fit.
-    Skipped { limit: usize },
+    Skipped {
+        /// The solver's limit, in positions.
+        limit: usize,
+    },
 }
 
 /// One row of the table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// The variant this row is about.
     pub variant: Variant,
     /// Positions of levels `0..=2Pk`.
     pub positions: Option<u64>,
@@ -93,6 +112,7 @@ pub struct Row {
     /// Seconds this run spent on the row (building what was missing, probing, the
     /// independent solver).
     pub seconds: f64,
+    /// The independent solver's verdict; `None` when the value was not computed.
     pub second: Option<Second>,
 }
 
@@ -101,10 +121,16 @@ pub struct Row {
 pub struct VariantOptions {
     /// The root folder of the databases (as `awari build --dir`).
     pub root: PathBuf,
+    /// Budget: a variant whose levels `0..=2Pk` hold more positions is not built, only
+    /// answered from levels already present.
     pub max_positions: u64,
+    /// Reachable positions the independent solver explores before it gives up.
     pub reference_limit: usize,
+    /// Board sizes to include, in pits per side.
     pub pits: Vec<usize>,
+    /// Rule sets to include.
     pub rules: Vec<Rules>,
+    /// Draw progress bars on stderr while building.
     pub progress: bool,
 }
 

@@ -103,7 +103,9 @@ pub fn present_levels(dir: &Path) -> Option<usize> {
 }
 
 /// The level files in one database folder: `(n, packed)` in order of `n`, then raw
-/// before packed. Temporary and foreign files are skipped.
+/// before packed. Only the exact names of [`level_path`] and [`packed_path`] count:
+/// temporary and foreign files, and names such as `level-7.awl` or `level-+07.awl` that
+/// no reader would open, are skipped.
 pub fn list_levels(dir: &Path) -> Result<Vec<(usize, bool)>> {
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
@@ -118,8 +120,9 @@ pub fn list_levels(dir: &Path) -> Result<Vec<(usize, bool)>> {
             (_, Some(num)) => (num, true),
             _ => continue,
         };
-        if let Ok(n) = num.parse::<usize>() {
-            out.push((n, packed));
+        match num.parse::<usize>() {
+            Ok(n) if format!("{n:03}") == num => out.push((n, packed)),
+            _ => {}
         }
     }
     out.sort();
@@ -167,5 +170,30 @@ mod tests {
             e.to_string().contains("run `awari build --max-seeds 12`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn list_levels_takes_only_the_names_levels_are_written_under() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for name in [
+            "level-000.awl",
+            "level-007.awp",
+            "level-1000.awl",
+            "level-7.awl",
+            "level-0007.awl",
+            "level-+07.awl",
+            "level-007.awl.tmp",
+            "level-abc.awl",
+            "notes.txt",
+        ] {
+            fs::write(d.join(name), b"").unwrap();
+        }
+        assert_eq!(
+            list_levels(d).unwrap(),
+            [(0, false), (7, true), (1000, false)]
+        );
+        assert_eq!(level_path(d, 1000), d.join("level-1000.awl"));
+        assert_eq!(packed_path(d, 7), d.join("level-007.awp"));
     }
 }

@@ -41,6 +41,7 @@ pub enum Model {
 }
 
 impl Model {
+    /// The code stored in byte 52 of the packed header.
     pub fn code(self) -> u8 {
         match self {
             Model::Plain => 0,
@@ -48,6 +49,7 @@ impl Model {
         }
     }
 
+    /// The model of a header code, or `None` for an unknown one.
     pub fn from_code(code: u8) -> Option<Model> {
         match code {
             0 => Some(Model::Plain),
@@ -56,6 +58,7 @@ impl Model {
         }
     }
 
+    /// The name `--model` takes and reports print (`plain`, `exits`).
     pub fn name(self) -> &'static str {
         match self {
             Model::Plain => "plain",

@@ -41,14 +41,21 @@ pub const PAYLOAD_OFFSET: usize = 4096;
 /// What a level file says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// The rule set the level was built under.
     pub rules: Rules,
+    /// Pits per side, `P`.
     pub pits: usize,
+    /// Seeds on the board: the level `n`.
     pub seeds: usize,
+    /// Positions in the level: payload bytes, one value each.
     pub positions: u64,
+    /// XXH3-64 of the payload (the values in index order).
     pub checksum: u64,
 }
 
 impl Header {
+    /// The whole header block as stored at the start of the file: the fields, the header
+    /// checksum over bytes `0..40`, zeros up to [`PAYLOAD_OFFSET`]. Always marked complete.
     pub fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
         let mut h = [0u8; PAYLOAD_OFFSET];
         h[0..8].copy_from_slice(&MAGIC);
@@ -159,7 +166,9 @@ pub fn check_expected(path: &Path, header: &Header, expect: &Expect) -> Result<(
 /// Whether opening a level reads the whole payload to check its checksum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
+    /// The header and the file length only: cheap, the payload is not read.
     HeaderOnly,
+    /// Also the payload checksum, which reads every byte of the level.
     Full,
 }
 
@@ -221,10 +230,12 @@ impl RawLevel {
         Ok(())
     }
 
+    /// The header, as checked when the level was opened.
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The file the level was opened from.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -252,6 +263,8 @@ pub struct LevelWriter {
 }
 
 impl LevelWriter {
+    /// Starts level `seeds` of `positions` values under `<path>.tmp` (created or
+    /// truncated): a zero header, no complete mark, until [`LevelWriter::finish`].
     pub fn create(
         path: &Path,
         rules: Rules,
@@ -348,7 +361,10 @@ impl TmpFile {
             return Err(Error::io(&self.tmp, e));
         }
         drop(f);
-        fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        if let Err(e) = fs::rename(&self.tmp, &self.path) {
+            let _ = fs::remove_file(&self.tmp);
+            return Err(Error::io(&self.path, e));
+        }
         if let Some(dir) = self.path.parent() {
             // Make the rename itself durable; not all file systems allow this.
             if let Ok(d) = File::open(dir) {
@@ -425,5 +441,23 @@ mod tests {
             w.write(&[1]).unwrap();
         }
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn failed_rename_leaves_no_tmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = level_path(dir.path(), 1);
+        // A non-empty folder under the final name: the rename fails.
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("keep"), b"x").unwrap();
+        let mut w = LevelWriter::create(&path, Rules::Awari, 6, 1, 2).unwrap();
+        w.write(&[0, 1]).unwrap();
+        let e = w.finish().err().unwrap();
+        assert!(e.to_string().contains("level-001.awl"), "{e}");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from("level-001.awl")]);
     }
 }

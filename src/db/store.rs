@@ -31,7 +31,9 @@ use crate::game::rules::Rules;
 
 /// An open level, raw or packed.
 pub enum LevelFile {
+    /// A raw level (`level-NNN.awl`).
     Raw(RawLevel),
+    /// A packed level (`level-NNN.awp`).
     Packed(PackedLevel),
 }
 
@@ -53,6 +55,7 @@ impl LevelFile {
         Ok(None)
     }
 
+    /// The level's header (for a packed level, the fields it shares with a raw one).
     pub fn header(&self) -> &Header {
         match self {
             LevelFile::Raw(l) => l.header(),
@@ -60,6 +63,7 @@ impl LevelFile {
         }
     }
 
+    /// The file the level was opened from.
     pub fn path(&self) -> &Path {
         match self {
             LevelFile::Raw(l) => l.path(),
@@ -67,6 +71,7 @@ impl LevelFile {
         }
     }
 
+    /// Whether the level was opened from a packed file.
     pub fn is_packed(&self) -> bool {
         matches!(self, LevelFile::Packed(_))
     }
@@ -147,8 +152,11 @@ impl LevelFile {
 /// A whole level's values in memory: a raw level's map, a packed level decompressed, or
 /// a bare payload file (a `scores.N` file being imported).
 pub enum Values {
+    /// A raw level's payload, read through its memory map.
     Mapped(RawLevel),
+    /// Values in memory: a packed level decompressed (and resolved).
     Owned(Box<[u8]>),
+    /// A memory-mapped bare payload file.
     File(memmap2::Mmap),
 }
 
@@ -189,10 +197,12 @@ impl LevelStack {
         })
     }
 
+    /// The database folder the levels are read from.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The ranking tables of the database's board size, valid for every level it supports.
     pub fn index(&self) -> &Index {
         &self.index
     }
@@ -207,6 +217,7 @@ impl LevelStack {
         self.levels.len()
     }
 
+    /// Whether no level is held yet.
     pub fn is_empty(&self) -> bool {
         self.levels.is_empty()
     }
@@ -277,13 +288,19 @@ pub fn has_exit_model(dir: &Path) -> bool {
 /// One level file found by [`survey`].
 #[derive(Clone, Debug)]
 pub struct LevelInfo {
+    /// The rule set of the database folder the file is in.
     pub rules: Rules,
+    /// Pits per side of that database.
     pub pits: usize,
+    /// The level, from the file name.
     pub seeds: usize,
+    /// Positions the level must hold (from the index, not from the file).
     pub positions: u64,
+    /// A packed file (`level-NNN.awp`), else a raw one (`level-NNN.awl`).
     pub packed: bool,
     /// The value model of a packed level whose header could be read.
     pub model: Option<Model>,
+    /// The level file.
     pub path: std::path::PathBuf,
     /// Size of the file.
     pub bytes: u64,

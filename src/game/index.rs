@@ -85,11 +85,13 @@ impl Index {
         Ok(n)
     }
 
+    /// Pits per side, `P`, of the boards this index ranks.
     #[inline]
     pub fn pits_per_side(&self) -> usize {
         self.p
     }
 
+    /// The largest level (seed count) the tables were built and checked for.
     #[inline]
     pub fn max_seeds(&self) -> usize {
         self.max_seeds

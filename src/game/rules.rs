@@ -29,6 +29,8 @@ pub enum Rules {
 }
 
 impl Rules {
+    /// The lower-case name used on the command line and in folder names (`awari`,
+    /// `oware`).
     pub fn name(self) -> &'static str {
         match self {
             Rules::Awari => "awari",
@@ -44,6 +46,7 @@ impl Rules {
         }
     }
 
+    /// The rule set of a header code, or `None` for an unknown code.
     pub fn from_code(code: u8) -> Option<Rules> {
         match code {
             0 => Some(Rules::Awari),
@@ -126,6 +129,7 @@ impl Board {
         b
     }
 
+    /// Pits per side, `P`.
     #[inline]
     pub fn pits_per_side(&self) -> usize {
         self.p as usize
@@ -143,17 +147,22 @@ impl Board {
         &self.pits[..2 * self.p as usize]
     }
 
+    /// The `2P` pit counts, side to move first, to change in place. Pits past `2P` are
+    /// not reachable, so they stay zero.
     #[inline]
     pub fn pits_mut(&mut self) -> &mut [u8] {
         let n = 2 * self.p as usize;
         &mut self.pits[..n]
     }
 
+    /// The seeds in pit `i` (`i < 2P`).
     #[inline]
     pub fn get(&self, i: usize) -> u8 {
         self.pits[i]
     }
 
+    /// Puts `v` seeds in pit `i`. Callers keep `i < 2P`: a non-zero slot past `2P` would
+    /// break comparing and hashing boards.
     #[inline]
     pub fn set(&mut self, i: usize, v: u8) {
         self.pits[i] = v;
@@ -165,6 +174,7 @@ impl Board {
         self.pits().iter().map(|&c| c as usize).sum()
     }
 
+    /// Seeds in the side to move's pits `0..P`.
     #[inline]
     pub fn own_seeds(&self) -> usize {
         self.pits[..self.p as usize]
@@ -173,6 +183,7 @@ impl Board {
             .sum()
     }
 
+    /// Seeds in the opponent's pits `P..2P`.
     #[inline]
     pub fn opponent_seeds(&self) -> usize {
         let p = self.p as usize;
@@ -254,12 +265,15 @@ pub struct Moves {
 }
 
 impl Moves {
+    /// The legal moves, in pit order.
     pub fn as_slice(&self) -> &[Move] {
         &self.list[..self.len as usize]
     }
+    /// The number of legal moves.
     pub fn len(&self) -> usize {
         self.len as usize
     }
+    /// Whether there is no legal move: the game is over, see `terminal_value`.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -409,7 +423,10 @@ pub enum Exits {
     AllEnd,
     /// The number of legal moves that stay in the level; the capturing ones were given
     /// to the callback.
-    Moves { stay: u8 },
+    Moves {
+        /// Legal moves that capture nothing and leave the opponent seeds.
+        stay: u8,
+    },
 }
 
 /// The moves of `board` as the solver's forward pass sees them, the same as

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::db::layout::{db_dir, level_path, Expect};
+use crate::db::layout::{db_dir, level_path, packed_path, Expect};
 use crate::db::raw::{Check, LevelWriter, RawLevel};
 use crate::db::store::{LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
@@ -49,7 +49,9 @@ pub struct LevelReport {
 }
 
 /// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are
-/// kept; a damaged or unfinished one is rebuilt (`warn` says so).
+/// kept; a damaged or unfinished one is rebuilt (`warn` says so). A rebuilt level is
+/// written raw, and a packed file of that level is then removed (`warn` says so too): it
+/// holds the old values, damaged perhaps, and would be reported as if still in use.
 pub fn build(
     opts: &BuildOptions,
     mut report: impl FnMut(&LevelReport),
@@ -92,6 +94,15 @@ pub fn build(
                 }
                 let t0 = Instant::now();
                 let (stats, phases) = build_level(opts, &index, n, &done.below(n), &path)?;
+                let packed = packed_path(&dir, n);
+                if packed.exists() {
+                    fs::remove_file(&packed).map_err(|e| Error::io(&packed, e))?;
+                    warn(&format!(
+                        "removed the stale packed level {} (level {n} rebuilt as {})",
+                        packed.display(),
+                        path.display()
+                    ));
+                }
                 done.offer(
                     n,
                     Values::Mapped(RawLevel::open(&path, &want, Check::HeaderOnly)?),
@@ -141,4 +152,75 @@ fn build_level(
     w.finish()?;
     bar.finish();
     Ok((stats, phases))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::pack::{pack_payload, PackOptions};
+
+    fn opts(root: &Path, max_seeds: usize, force: bool) -> BuildOptions {
+        BuildOptions {
+            root: root.to_path_buf(),
+            rules: Rules::Awari,
+            pits: 3,
+            max_seeds,
+            force,
+            progress: false,
+        }
+    }
+
+    /// Builds, collecting the warnings.
+    fn build_warned(opts: &BuildOptions) -> (Vec<LevelReport>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let reports = build(opts, |_| {}, |w| warnings.push(w.to_string())).unwrap();
+        (reports, warnings)
+    }
+
+    #[test]
+    fn rebuilding_a_damaged_pack_removes_it() {
+        let t = tempfile::tempdir().unwrap();
+        let (reports, warnings) = build_warned(&opts(t.path(), 8, false));
+        assert!(reports.iter().all(|r| !r.skipped) && warnings.is_empty());
+        let dir = db_dir(t.path(), Rules::Awari, 3);
+        let (raw, packed) = (level_path(&dir, 8), packed_path(&dir, 8));
+        let good = fs::read(&raw).unwrap();
+        // Level 8 packed only, then damaged: a flipped byte in its last block.
+        let pack = PackOptions {
+            block: 64,
+            ..PackOptions::default()
+        };
+        let below: Vec<Vec<u8>> = (0..8)
+            .map(|m| fs::read(level_path(&dir, m)).unwrap()[4096..].to_vec())
+            .collect();
+        let below: Vec<&[u8]> = below.iter().map(|v| &v[..]).collect();
+        pack_payload(&packed, Rules::Awari, 3, 8, &good[4096..], &pack, &below).unwrap();
+        fs::remove_file(&raw).unwrap();
+        let mut bytes = fs::read(&packed).unwrap();
+        let at = bytes.len() - 3;
+        bytes[at] ^= 0x40;
+        fs::write(&packed, &bytes).unwrap();
+
+        let (reports, warnings) = build_warned(&opts(t.path(), 8, false));
+        assert!(reports[..8].iter().all(|r| r.skipped) && !reports[8].skipped);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].starts_with("rebuilding level 8"), "{warnings:?}");
+        assert!(
+            warnings[1].starts_with("removed the stale packed level")
+                && warnings[1].contains("level-008.awp"),
+            "{warnings:?}"
+        );
+        assert!(!packed.exists());
+        assert_eq!(fs::read(&raw).unwrap(), good);
+
+        // With --force, a pack beside the raw level goes too; without, it stays.
+        pack_payload(&packed, Rules::Awari, 3, 8, &good[4096..], &pack, &below).unwrap();
+        let (_, warnings) = build_warned(&opts(t.path(), 8, false));
+        assert!(warnings.is_empty() && packed.exists(), "{warnings:?}");
+        let (reports, warnings) = build_warned(&opts(t.path(), 8, true));
+        assert!(reports.iter().all(|r| !r.skipped));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(!packed.exists());
+        assert_eq!(fs::read(&raw).unwrap(), good);
+    }
 }

@@ -32,14 +32,18 @@ const SPLIT_AT: usize = 1 << 12;
 /// What solving a level found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Outcomes {
+    /// Positions counted: `won + drawn + lost`.
     pub positions: u64,
-    /// Positions won, drawn and lost by the side to move.
+    /// Positions won by the side to move (value `> 0`).
     pub won: u64,
+    /// Positions drawn (value 0).
     pub drawn: u64,
+    /// Positions lost by the side to move (value `< 0`).
     pub lost: u64,
 }
 
 impl Outcomes {
+    /// Counts one position worth `v`.
     pub fn add(&mut self, v: i8) {
         self.positions += 1;
         match v {
@@ -49,6 +53,7 @@ impl Outcomes {
         }
     }
 
+    /// The outcomes of a payload: one signed byte per position.
     pub fn of(payload: &[u8]) -> Outcomes {
         let mut s = Outcomes::default();
         for &v in payload {
@@ -208,7 +213,9 @@ impl State {
 /// Wall time of the two passes of one level.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PhaseTimes {
+    /// The forward pass: best exit of every position, in-level moves counted.
     pub forward: Duration,
+    /// The backward pass: wins and losses settled threshold by threshold.
     pub backward: Duration,
 }
 

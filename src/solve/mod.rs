@@ -1,6 +1,6 @@
 //! Solving (layer 3): one level by retrograde analysis ([`level`]), every level of a
 //! database with resume ([`build`]), checking a built database ([`verify`]), and the
-//! independent solver that the checks compare with ([`reference`]). DESIGN.md section 5.
+//! independent solver that the checks compare with ([`mod@reference`]). DESIGN.md section 5.
 
 pub mod build;
 pub mod level;

@@ -56,6 +56,7 @@ type BoardMap = HashMap<Board, u32, BuildHasherDefault<BoardHasher>>;
 /// The reachable graph was larger than the limit given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TooLarge {
+    /// The most positions the caller allowed.
     pub limit: usize,
 }
 
@@ -212,6 +213,7 @@ impl Reference {
         })
     }
 
+    /// The rule set the positions were solved under.
     pub fn rules(&self) -> Rules {
         self.rules
     }
@@ -221,6 +223,7 @@ impl Reference {
         self.boards.len()
     }
 
+    /// Whether nothing was explored (no start position given).
     pub fn is_empty(&self) -> bool {
         self.boards.is_empty()
     }

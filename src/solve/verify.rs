@@ -55,7 +55,9 @@ const BATCH: usize = 16;
 pub struct VerifyOptions {
     /// The root folder (as given to `awari build --dir`).
     pub root: PathBuf,
+    /// The rule set of the database to check.
     pub rules: Rules,
+    /// Pits per side of the database to check.
     pub pits: usize,
     /// The levels to check; `None`: every level present, from 0 up to the first gap.
     pub levels: Option<RangeInclusive<usize>>,
@@ -68,8 +70,11 @@ pub struct VerifyOptions {
 /// One stored position whose value is not what the check computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mismatch {
+    /// The position's index in its level.
     pub index: u64,
+    /// The position.
     pub board: Board,
+    /// The value the level holds for it (resolved, for a pack with the exit model).
     pub stored: i8,
     /// The value from its moves (local check) or from the independent solution (deep).
     pub computed: i8,
@@ -78,8 +83,9 @@ pub struct Mismatch {
 /// Mismatches of one check of one level.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Mismatches {
+    /// How many positions are wrong, in all.
     pub count: u64,
-    /// The first [`SAMPLES`] in index order.
+    /// The first few, in index order (at most 5).
     pub first: Vec<Mismatch>,
 }
 
@@ -105,23 +111,31 @@ impl Mismatches {
 pub struct DeepCheck {
     /// Sweeps until nothing changed (the last one changes nothing).
     pub sweeps: u32,
+    /// Positions whose stored value differs from the independent solution.
     pub mismatches: Mismatches,
+    /// Wall time of the deep check alone, in seconds.
     pub seconds: f64,
 }
 
 /// The verdict on one level.
 #[derive(Clone, Debug)]
 pub struct LevelCheck {
+    /// The level.
     pub seeds: usize,
+    /// Positions in the level.
     pub positions: u64,
     /// `None` if the payload checksum matches the header, else what is wrong.
     pub checksum_problem: Option<String>,
+    /// Positions whose stored value is not the best of its moves (the local check).
     pub mismatches: Mismatches,
+    /// Wall time of the local check, in seconds (reading and checksums not included).
     pub seconds: f64,
+    /// The deep check, if asked for.
     pub deep: Option<DeepCheck>,
 }
 
 impl LevelCheck {
+    /// Whether the level passed: its checksums match and no check found a wrong value.
     pub fn ok(&self) -> bool {
         self.checksum_problem.is_none()
             && self.mismatches.count == 0
