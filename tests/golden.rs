@@ -72,7 +72,7 @@ fn golden() -> BTreeMap<Key, (u64, u64)> {
     levels
 }
 
-/// Positions and payload checksum from a level file's header (layout: `src/table.rs`),
+/// Positions and payload checksum from a level file's header (layout: DESIGN.md section 4),
 /// after checking its magic and that the file is the header plus one byte per position.
 fn read_header(path: &Path) -> (u64, u64) {
     let name = path.display();

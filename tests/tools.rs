@@ -18,11 +18,11 @@ use common::{awari, awari_with_input, ok, text};
 
 /// Levels built for the tests: 4.4 million positions at the top, a second to build.
 const MAX: u64 = 14;
-/// The published example (DESIGN section 2) has 16 seeds.
+/// The published example (DESIGN.md section 2) has 16 seeds.
 const RB_EXAMPLE: [&str; 12] = ["1", "1", "1", "1", "1", "2", "4", "2", "3", "0", "0", "0"];
 /// Random positions compared per rule set.
 const PER_RULES: usize = 1000;
-/// Where a level's payload starts, after its header (DESIGN section 4).
+/// Where a level's payload starts, after its header (DESIGN.md section 4).
 const PAYLOAD_OFFSET: usize = 4096;
 
 fn tool(name: &str) -> PathBuf {

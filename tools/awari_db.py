@@ -67,7 +67,7 @@ class MissingLevel(ToolError):
 
 
 # ---------------------------------------------------------------------------------
-# The rules (DESIGN section 1). A board is a tuple of 2P counts, side to move first.
+# The rules (DESIGN.md section 1). A board is a tuple of 2P counts, side to move first.
 
 RULES = ("awari", "oware")
 MAX_PITS = 8
@@ -138,7 +138,7 @@ def is_stored(board: Sequence[int], p: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------
-# The index (DESIGN section 3): the rank of a stored position among the stored
+# The index (DESIGN.md section 3): the rank of a stored position among the stored
 # positions of its level, in ascending lexicographic order of (pit 2P-1, ..., pit 0).
 
 @lru_cache(maxsize=None)
@@ -390,7 +390,7 @@ def xxh3_64(data: bytes | memoryview, progress: Callable[[int], None] | None = N
 
 
 # ---------------------------------------------------------------------------------
-# Level files (DESIGN section 4; byte layout in src/table.rs).
+# Level files (DESIGN.md section 4).
 
 MAGIC = b"AWARIDB\0"
 VERSION = 1
@@ -509,7 +509,7 @@ def open_level(root: str, rules: str, p: int, n: int) -> Level | None:
 
 
 # ---------------------------------------------------------------------------------
-# Probing (what `awari query` answers; src/query.rs).
+# Probing (what `awari query` answers; DESIGN.md sections 3.6 and 3.7).
 
 class Database:
     def __init__(self, root: str, rules: str, pits: int):

@@ -393,7 +393,8 @@ mod tests {
         let index = Index::new(6, top).unwrap();
         for n in 0..=top {
             let size = index.level_size(n);
-            let mut w = LevelWriter::create(&level_path(&dir, n), Rules::Awari, 6, n, size).unwrap();
+            let mut w =
+                LevelWriter::create(&level_path(&dir, n), Rules::Awari, 6, n, size).unwrap();
             w.write(&vec![0; size as usize]).unwrap();
             w.finish().unwrap();
         }
@@ -427,7 +428,15 @@ mod tests {
         // Would be refused (wrong size) if it were taken for `scores.2`.
         fs::write(src.join("scores.02"), b"junk").unwrap();
         let db = root.path().join("db");
-        let done = import(&db, Rules::Awari, 6, &src, &ImportOptions::default(), |_| {}).unwrap();
+        let done = import(
+            &db,
+            Rules::Awari,
+            6,
+            &src,
+            &ImportOptions::default(),
+            |_| {},
+        )
+        .unwrap();
         let levels: Vec<usize> = done.iter().map(|t| t.seeds).collect();
         assert_eq!(levels, [0, 1]);
         let dir = db_dir(&db, Rules::Awari, 6);

@@ -204,7 +204,10 @@ mod tests {
         let (reports, warnings) = build_warned(&opts(t.path(), 8, false));
         assert!(reports[..8].iter().all(|r| r.skipped) && !reports[8].skipped);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(warnings[0].starts_with("rebuilding level 8"), "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("rebuilding level 8"),
+            "{warnings:?}"
+        );
         assert!(
             warnings[1].starts_with("removed the stale packed level")
                 && warnings[1].contains("level-008.awp"),
