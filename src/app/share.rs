@@ -72,10 +72,7 @@ pub fn export(
     levels.retain(|&n| n <= max && only.as_ref().is_none_or(|r| r.contains(&n)));
     if let Some(r) = &only {
         if let Some(n) = r.clone().find(|&n| n <= max && !level_exists(&dir, n)) {
-            return Err(Error::Input(format!(
-                "level {n} is not in {}",
-                dir.display()
-            )));
+            return Err(missing_level(&dir, rules, pits, n, *r.end()));
         }
     }
     if levels.is_empty() {
@@ -174,10 +171,12 @@ pub fn import(
         let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
         let want = index.level_size(n);
         if len != want {
-            return Err(Error::Input(format!(
-                "{}: {len} bytes, expected {want} (the size of level {n}): not a scores.{n} file",
-                path.display()
-            )));
+            return Err(Error::format(
+                &path,
+                format!(
+                    "{len} bytes, expected {want} (the size of level {n}): not a scores.{n} file"
+                ),
+            ));
         }
         // SAFETY: read only; a file changed underneath gives wrong values, which the
         // checksum written now then vouches for, as it would for a copy.
@@ -186,11 +185,13 @@ pub fn import(
             .iter()
             .position(|&b| (b as i8).unsigned_abs() as usize > n)
         {
-            return Err(Error::Input(format!(
-                "{}: byte {i} is {}, not a value of level {n} (-{n}..={n})",
-                path.display(),
-                map[i] as i8
-            )));
+            return Err(Error::format(
+                &path,
+                format!(
+                    "byte {i} is {}, not a value of level {n} (-{n}..={n})",
+                    map[i] as i8
+                ),
+            ));
         }
         if !opts.force && level_exists(&dir, n) {
             return Err(Error::Input(format!(
@@ -284,15 +285,15 @@ pub fn pack_level(
     let raw_path = level_path(&dir, n);
     let out = packed_path(&dir, n);
     if !raw_path.exists() {
-        return Err(Error::Input(if out.exists() {
-            format!(
-                "level {n} in {} is already packed ({})",
-                dir.display(),
-                out.display()
-            )
-        } else {
-            format!("level {n} is not in {}", dir.display())
-        }));
+        if !out.exists() {
+            let (rules, pits) = (expect.rules, expect.pits);
+            return Err(missing_level(&dir, rules, pits, n, n));
+        }
+        return Err(Error::Input(format!(
+            "level {n} in {} is already packed ({})",
+            dir.display(),
+            out.display()
+        )));
     }
     let raw = RawLevel::open(&raw_path, &expect, Check::Full)?;
     if opts.model == Model::Exits {
