@@ -50,6 +50,17 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// Another process holds the database folder (it is building or packing there).
+    #[error("{} is in use by another process ({holder}); wait for it to finish, or stop it", dir.display())]
+    Busy {
+        /// The database folder.
+        dir: PathBuf,
+        /// Who holds it, as it said when it took it.
+        holder: String,
+    },
+    /// A level needs more memory or disk than the machine has.
+    #[error("{0}")]
+    Resources(String),
     /// A position, request or argument the caller gave is not valid.
     #[error("{0}")]
     Input(String),

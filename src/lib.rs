@@ -43,6 +43,7 @@ pub use app::query::{draw, Analysis, Database, Line, MoveValue};
 pub use db::layout::{
     build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
 };
+pub use db::lock::DirLock;
 pub use error::{Error, Result};
 pub use game::index::Index;
 pub use game::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
@@ -50,6 +51,13 @@ pub use solve::build::{build, BuildOptions, LevelReport};
 pub use solve::level::{Outcomes, PhaseTimes};
 pub use solve::verify::{parse_levels, verify, LevelCheck, Mismatches, VerifyOptions};
 pub use util::{group, peak_rss};
+
+/// Planning a build: what each level needs per rank (memory, disk, time) and whether a
+/// machine has it; the partition of a level into slices (DESIGN.md section 5.4).
+pub mod plan {
+    pub use crate::solve::plan::*;
+    pub use crate::util::{bytes, disk_available, memory_available, memory_total};
+}
 
 /// The rules at the level of single moves: what the solver and the property tests use
 /// (DESIGN.md section 1).

@@ -66,6 +66,10 @@ enum Command {
     Info(cmd::info::InfoArgs),
     /// Print the number of positions of every level and the total.
     Count(cmd::count::CountArgs),
+    /// What levels 0..=N need per node (solver memory, disk raw and packed) and how long
+    /// they should take, from rates measured on this machine; which levels do not fit,
+    /// and what would.
+    Plan(cmd::plan::PlanArgs),
 }
 
 fn main() -> ExitCode {
@@ -110,5 +114,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => cmd::import::run(args),
         Command::Info(args) => cmd::info::run(args),
         Command::Count(args) => cmd::count::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
     }
 }

@@ -36,6 +36,66 @@ pub fn peak_rss() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// A field of `/proc/meminfo` in bytes (`MemTotal`, `MemAvailable`), where the OS says.
+fn meminfo(field: &str) -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The machine's memory in bytes, where the OS says.
+pub fn memory_total() -> Option<u64> {
+    meminfo("MemTotal:")
+}
+
+/// The memory a new allocation can have without swapping, in bytes (free memory and
+/// page cache the kernel can drop), where the OS says.
+pub fn memory_available() -> Option<u64> {
+    meminfo("MemAvailable:")
+}
+
+/// The bytes an unprivileged writer can still put on the file system that holds `path`
+/// (or, if `path` does not exist yet, its nearest existing ancestor).
+pub fn disk_available(path: &std::path::Path) -> Option<u64> {
+    let mut at = path;
+    while !at.exists() {
+        at = match at.parent()? {
+            p if p.as_os_str().is_empty() => std::path::Path::new("."),
+            p => p,
+        };
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(at.as_os_str().as_bytes()).ok()?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+        // SAFETY: `c` is a NUL-terminated path and `st` a buffer of the right type that
+        // statvfs fills when it returns 0.
+        let st = unsafe {
+            if libc::statvfs(c.as_ptr(), st.as_mut_ptr()) != 0 {
+                return None;
+            }
+            st.assume_init()
+        };
+        Some(st.f_bavail as u64 * st.f_frsize as u64)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// A byte count for people: "1.5 GB", "380 MB", "4 kB" (powers of 1000).
+pub fn bytes(b: u64) -> String {
+    let b = b as f64;
+    match b {
+        _ if b >= 1e12 => format!("{:.2} TB", b / 1e12),
+        _ if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+        _ if b >= 1e6 => format!("{:.0} MB", b / 1e6),
+        _ if b >= 1e3 => format!("{:.0} kB", b / 1e3),
+        _ => format!("{b} B"),
+    }
+}
+
 /// The progress of one level's work on stderr: phase, positions done, rate and time left.
 /// Drawn by indicatif with the `cli` feature (the default); without it, or when not
 /// enabled, every call does nothing, so that the library needs no terminal crate.
@@ -109,5 +169,22 @@ mod tests {
         assert_eq!(super::group(999), "999");
         assert_eq!(super::group(1000), "1,000");
         assert_eq!(super::group(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn probes_of_the_machine() {
+        // Linux is where the tool runs its builds; these must answer there.
+        let total = super::memory_total().unwrap();
+        let available = super::memory_available().unwrap();
+        assert!(
+            total > 100 << 20 && available <= total,
+            "{total} {available}"
+        );
+        let here = super::disk_available(std::path::Path::new(".")).unwrap();
+        let below = super::disk_available(std::path::Path::new("no/such/folder")).unwrap();
+        assert!(here > 0 && below > 0);
+        assert_eq!(super::bytes(1_500_000_000), "1.5 GB");
+        assert_eq!(super::bytes(407_296_031_870), "407.3 GB");
+        assert_eq!(super::bytes(2_000_000_000_000), "2.00 TB");
     }
 }

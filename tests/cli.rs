@@ -443,7 +443,16 @@ fn build_stops_on_a_full_disk() {
     };
     let root = mnt.join("db");
     let r = root.to_str().unwrap();
-    let args = ["build", "--max-seeds", "12", "--dir", r];
+    // Checked at its start, the build is refused: its levels need 3 MB, 300 kB is there.
+    let e = fail(&["build", "--max-seeds", "12", "--dir", r]);
+    assert!(
+        e.starts_with("error: levels 0..=12 need 3 MB on disk and ")
+            && e.contains("`--no-check` starts anyway"),
+        "{e}"
+    );
+    assert!(!root.join("awari-6").exists() || level_files(&root.join("awari-6")).is_empty());
+    // Started anyway, it runs into the full disk.
+    let args = ["build", "--max-seeds", "12", "--dir", r, "--no-check"];
     check_stopped_build(&root, &args, || awari(&args), "No space left on device");
     drop(mounted);
 }
@@ -677,4 +686,128 @@ fn closed_output_is_not_an_error() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{:?}", out.status);
     assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn a_second_build_into_the_same_folder_is_refused_while_the_first_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_str().unwrap();
+    let lock = tmp.path().join("awari-6").join(".lock");
+    // Long enough (level 20 alone is seconds with one thread) to be caught running.
+    let mut first = Command::new(BIN)
+        .args([
+            "build",
+            "--max-seeds",
+            "22",
+            "--threads",
+            "1",
+            "--dir",
+            root,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let holder = format!(
+        "process {}: awari build --max-seeds 22 --dir {root}",
+        first.id()
+    );
+    let started = std::time::Instant::now();
+    while fs::read_to_string(&lock).map_or(true, |s| s != holder) {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the first build never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let args = ["build", "--max-seeds", "9", "--dir", root];
+    let e = fail(&args);
+    assert_eq!(
+        e,
+        format!(
+            "error: {} is in use by another process ({holder}); wait for it to finish, or stop it",
+            tmp.path().join("awari-6").display()
+        )
+    );
+    // Killed, the first build leaves its finished levels valid and the folder free.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = ok(&args);
+    assert!(out.contains("total: "), "{out}");
+    assert!(!lock.exists());
+}
+
+#[test]
+fn a_build_that_cannot_finish_is_not_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_str().unwrap();
+    let e = fail(&["build", "--max-seeds", "60", "--dir", root]);
+    assert!(
+        e.starts_with(
+            "error: level 60 (1,665,478,386,936 positions) needs 3.33 TB of solver memory, and this machine has "
+        ) && e.contains("`awari plan --max-seeds 60 --nodes R`")
+            && e.ends_with("`--no-check` starts anyway"),
+        "{e}"
+    );
+    // Nothing was written.
+    let dir = tmp.path().join("awari-6");
+    assert!(!dir.exists() || fs::read_dir(&dir).unwrap().count() == 0);
+}
+
+#[test]
+fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A bench CSV instead of a calibration run: 2,000,000 positions/s/thread on level 20.
+    let csv = tmp.path().join("bench.csv");
+    fs::write(
+        &csv,
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n\
+         20,80214915,1,40.1,10.0,30.0,2000000,1\n\
+         total,216135140,1,100.0,,,2000000,1\n",
+    )
+    .unwrap();
+    let run = |memory: &str| {
+        ok(&[
+            "plan",
+            "--max-seeds",
+            "48",
+            "--nodes",
+            "16",
+            "--memory-per-node",
+            memory,
+            "--cores-per-node",
+            "16",
+            "--disk-per-node",
+            "200",
+            "--rates",
+            csv.to_str().unwrap(),
+        ])
+    };
+    let out = run("64");
+    let row = |out: &str, n: usize| -> Vec<String> {
+        out.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.first() == Some(&n.to_string().as_str()) && w.len() > 10)
+            .unwrap_or_else(|| panic!("no row for level {n}:\n{out}"))
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    // Level 48: 203,648,015,935 positions, 2 bytes each over 16 nodes.
+    let r48 = row(&out, 48);
+    assert_eq!(r48[1], "203,648,015,935", "{out}");
+    assert_eq!(&r48[2..4], ["25.5", "GB"], "{out}");
+    assert_eq!(r48.last().unwrap(), "yes", "{out}");
+    assert_eq!(row(&out, 16)[1], "12,685,179");
+    assert!(out.contains("every level fits"), "{out}");
+    assert!(out.contains("2000000 positions/s/thread"), "{out}");
+    // 8 GB nodes: level 43 (73,127,652,312 positions, 9.1 GB a node) is the first too big.
+    let out = run("8");
+    assert_eq!(row(&out, 42).last().unwrap(), "yes", "{out}");
+    assert_eq!(row(&out, 43).last().unwrap(), "memory", "{out}");
+    assert!(
+        out.contains("memory: level 43 is the first that does not fit")
+            && out.contains("level 48 needs 51 nodes of 8.0 GB"),
+        "{out}"
+    );
 }

@@ -65,6 +65,7 @@ pub fn bench(
             pits: opts.pits,
             max_seeds: opts.max_seeds,
             force: true,
+            check: true,
             progress: false,
         };
         let started = std::time::Instant::now();

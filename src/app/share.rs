@@ -13,6 +13,7 @@ use memmap2::Mmap;
 use crate::db::layout::{
     db_dir, level_exists, level_path, list_levels, missing_level, packed_path, Expect,
 };
+use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions, PackedLevel};
 use crate::db::raw::{Check, LevelWriter, RawLevel, TmpFile, PAYLOAD_OFFSET};
@@ -212,6 +213,8 @@ pub fn import(
         maps.push((n, map));
     }
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // No build or other writer into the same folder meanwhile.
+    let _lock = DirLock::acquire(&dir, "awari import")?;
     // With the exit model: the values of the levels below each one packed, imported (in
     // increasing order) or read from the database.
     let mut stack = LevelStack::new(&dir, rules, pits, exits)?;

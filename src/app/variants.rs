@@ -206,6 +206,7 @@ pub fn solve(
             pits: variant.pits,
             max_seeds: variant.seeds(),
             force: false,
+            check: true,
             progress: opts.progress,
         };
         build(&b, |_| {}, |w| warn(w))?;

@@ -23,6 +23,10 @@ pub struct BuildArgs {
     /// Rebuild levels even if they are complete.
     #[arg(long)]
     force: bool,
+    /// Start even when the machine lacks the memory or disk the levels need (by default
+    /// the build refuses at its start, and before each level, with what it needs).
+    #[arg(long)]
+    no_check: bool,
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
@@ -31,6 +35,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         db,
         threads,
         force,
+        no_check,
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits, max_seeds)?;
@@ -41,9 +46,14 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         pits: db.pits,
         max_seeds,
         force,
+        check: !no_check,
         progress: std::io::stderr().is_terminal(),
     };
     let dir = db.db_dir();
+    // A build that cannot finish is not started (build checks again, level by level).
+    if !no_check {
+        awari::plan::check_build_fits(&dir, &Index::new(db.pits, max_seeds)?, max_seeds)?;
+    }
     eprintln!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
         db.rules,
@@ -96,12 +106,16 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         );
     };
     let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));
-    let reports = reports.with_context(|| {
-        format!(
-            "build stopped; finished levels in {} stay valid",
-            dir.display()
-        )
-    })?;
+    let reports = match reports {
+        // Another build's folder: this one never started.
+        Err(e @ awari::Error::Busy { .. }) => return Err(e.into()),
+        r => r.with_context(|| {
+            format!(
+                "build stopped; finished levels in {} stay valid",
+                dir.display()
+            )
+        })?,
+    };
     let built: Vec<_> = reports.iter().filter(|r| !r.skipped).collect();
     let positions: u64 = built.iter().map(|r| r.stats.positions).sum();
     let secs = started.elapsed().as_secs_f64();

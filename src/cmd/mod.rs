@@ -9,6 +9,7 @@ pub mod export;
 pub mod import;
 pub mod info;
 pub mod pack;
+pub mod plan;
 pub mod play;
 pub mod plot;
 pub mod query;

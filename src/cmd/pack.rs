@@ -126,6 +126,9 @@ pub(super) fn each_level(
     let (pool, _) = threads.pool()?;
     let dir = db.db_dir();
     let levels = levels_to_do(&dir, level, packed)?;
+    // No build, pack or unpack into the same folder meanwhile.
+    let what = if packed { "awari unpack" } else { "awari pack" };
+    let _lock = awari::DirLock::acquire(&dir, what)?;
     let mut stack = LevelStack::new(&dir, db.rules, db.pits, keep)?;
     println!(
         "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  model",

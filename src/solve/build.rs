@@ -5,13 +5,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::db::layout::{db_dir, level_path, packed_path, Expect};
+use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
+use crate::db::lock::DirLock;
 use crate::db::raw::{Check, LevelWriter, RawLevel};
 use crate::db::store::{LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::solve::level::{solve_level, Outcomes, PhaseTimes};
+use crate::solve::plan::{check_build_fits, check_level_fits};
 use crate::util::{peak_rss, LevelBar};
 
 /// What to build.
@@ -27,6 +29,9 @@ pub struct BuildOptions {
     pub max_seeds: usize,
     /// Rebuild levels that are already complete.
     pub force: bool,
+    /// Refuse a build that cannot finish (memory, disk) at its start, and each level
+    /// before it starts when what it needs is not available (see [`check_level_fits`]).
+    pub check: bool,
     /// Draw progress bars on stderr (when it is a terminal).
     pub progress: bool,
 }
@@ -60,6 +65,12 @@ pub fn build(
     let index = Index::new(opts.pits, opts.max_seeds)?;
     let dir = db_dir(&opts.root, opts.rules, opts.pits);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    // One build per folder: a second one would write the same levels at once.
+    let command = build_command(&opts.root, opts.rules, opts.pits, opts.max_seeds);
+    let _lock = DirLock::acquire(&dir, &command)?;
+    if opts.check {
+        check_build_fits(&dir, &index, opts.max_seeds)?;
+    }
     // The finished levels: raw ones mapped, packed ones decompressed whole.
     let mut done = LevelStack::new(&dir, opts.rules, opts.pits, true)?;
     let mut reports = Vec::new();
@@ -91,6 +102,9 @@ pub fn build(
             found => {
                 if let Err(e) = found {
                     warn(&format!("rebuilding level {n}: {}", e.one_line()));
+                }
+                if opts.check {
+                    check_level_fits(&dir, n, index.level_size(n))?;
                 }
                 let t0 = Instant::now();
                 let (stats, phases) = build_level(opts, &index, n, &done.below(n), &path)?;
@@ -166,6 +180,7 @@ mod tests {
             pits: 3,
             max_seeds,
             force,
+            check: true,
             progress: false,
         }
     }

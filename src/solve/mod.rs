@@ -4,5 +4,6 @@
 
 pub mod build;
 pub mod level;
+pub mod plan;
 pub mod reference;
 pub mod verify;

@@ -26,6 +26,7 @@ pub fn build_levels(root: &Path, rules: Rules, pits: usize, max: usize) -> Vec<L
         pits,
         max_seeds: max,
         force: false,
+        check: true,
         progress: false,
     };
     build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap()

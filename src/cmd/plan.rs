@@ -1,0 +1,282 @@
+//! `awari plan`: what a build of levels 0..=N needs per node (solver memory, disk) and how
+//! long it should take, on this machine or on the cluster described, before it starts.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use awari::pack::survey;
+use awari::plan::{
+    bytes, disk_available, memory_total, plan, LevelPlan, Machine, Rate, DEFAULT_PACK_RATIO,
+    RATE_FALL,
+};
+use awari::{build, group, BuildOptions, Index, Rules};
+
+use super::RootArg;
+
+/// What levels 0..=N need per node (solver memory, disk raw and packed) and how long
+/// they should take, from rates measured on this machine; which levels do not fit, and
+/// what would.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Highest level to plan.
+    #[arg(long)]
+    max_seeds: usize,
+    /// Pits per side (2..=8).
+    #[arg(long, default_value_t = 6)]
+    pits: usize,
+    /// Rule set (the sizes do not depend on it; the measured rate does a little).
+    #[arg(long, default_value = "awari")]
+    rules: Rules,
+    /// Nodes, one rank each (default: 1, this machine).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// Memory per node in GB (default: this machine's).
+    #[arg(long, value_name = "GB")]
+    memory_per_node: Option<f64>,
+    /// Cores per node (default: this machine's).
+    #[arg(long)]
+    cores_per_node: Option<usize>,
+    /// Disk per node in GB (default: what is free under --dir).
+    #[arg(long, value_name = "GB")]
+    disk_per_node: Option<f64>,
+    /// Where the database goes: its free disk, and the pack ratio of levels packed there.
+    #[command(flatten)]
+    root: RootArg,
+    /// Take the rate (positions per second per thread) from a CSV of `awari bench --csv`
+    /// instead of a calibration build of a few seconds.
+    #[arg(long, value_name = "CSV")]
+    rates: Option<PathBuf>,
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    let index = Index::new(args.pits, args.max_seeds)?;
+    let gb = |x: f64| (x * 1e9) as u64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let machine = Machine {
+        nodes: args.nodes,
+        memory: args
+            .memory_per_node
+            .map(gb)
+            .or_else(memory_total)
+            .context("this machine does not say its memory; give --memory-per-node")?,
+        cores: args.cores_per_node.unwrap_or(cores),
+        disk: args
+            .disk_per_node
+            .map(gb)
+            .or_else(|| disk_available(&args.root.dir))
+            .context("no free disk figure for --dir; give --disk-per-node")?,
+    };
+    let db_dir = awari::db_dir(&args.root.dir, args.rules, args.pits);
+    let (ratio, ratio_from) = pack_ratio(&args.root.dir, args.rules, args.pits);
+    let (rate, rate_from) = match &args.rates {
+        Some(csv) => rate_from_csv(csv)?,
+        None => calibrate(args.rules, args.pits)?,
+    };
+    let levels = plan(&index, args.max_seeds, &machine, ratio, Some(rate));
+    println!(
+        "plan: {} levels 0..={}, {} pits per side, on {} node(s) of {} memory, {} cores, {} disk ({})",
+        args.rules,
+        args.max_seeds,
+        args.pits,
+        machine.nodes,
+        bytes(machine.memory),
+        machine.cores,
+        bytes(machine.disk),
+        db_dir.display()
+    );
+    println!(
+        "rate: {:.0} positions/s/thread ({rate_from}), falling as size^-{RATE_FALL} on larger levels; pack ratio {ratio:.2} ({ratio_from})",
+        rate.per_thread
+    );
+    println!(
+        "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  fits",
+        "level",
+        "positions",
+        "memory/node",
+        "raw/node",
+        "packed/node",
+        "raw so far",
+        "packed so far",
+        "hours"
+    );
+    for l in &levels {
+        println!(
+            "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10.2}  {}",
+            l.seeds,
+            group(l.positions),
+            bytes(l.state),
+            bytes(l.raw),
+            bytes(l.packed),
+            bytes(l.raw_so_far),
+            bytes(l.packed_so_far),
+            l.seconds.unwrap_or(0.0) / 3600.0,
+            fits(l, &machine)
+        );
+    }
+    let total: u64 = levels.iter().map(|l| l.positions).sum();
+    let hours: f64 = levels.iter().filter_map(|l| l.seconds).sum::<f64>() / 3600.0;
+    let last = levels.last().expect("level 0 at least");
+    let peak = levels.iter().map(|l| l.state).max().unwrap_or(0);
+    println!(
+        "total: {} positions; per node: at most {} of solver memory, {} of raw levels ({} packed); about {hours:.1} hours",
+        group(total),
+        bytes(peak),
+        bytes(last.raw_so_far),
+        bytes(last.packed_so_far)
+    );
+    advise(&levels, &machine);
+    Ok(())
+}
+
+/// "yes", or what does not fit.
+fn fits(l: &LevelPlan, m: &Machine) -> &'static str {
+    match (l.fits_memory(m), l.fits_disk(m), l.packed_so_far <= m.disk) {
+        (true, true, _) => "yes",
+        (true, false, true) => "disk: packed only",
+        (true, false, false) => "NO: disk",
+        (false, true, _) => "NO: memory",
+        (false, false, _) => "NO: memory, disk",
+    }
+}
+
+/// What would make the levels that do not fit fit.
+fn advise(levels: &[LevelPlan], m: &Machine) {
+    let Some(big) = levels.iter().find(|l| !l.fits_memory(m)) else {
+        if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
+            println!(
+                "disk: raw levels run out of disk at level {}; packing them as they are built (`awari pack --all --remove-raw`) needs {} per node",
+                l.seeds,
+                bytes(levels.last().map_or(0, |l| l.packed_so_far))
+            );
+        } else {
+            println!("every level fits");
+        }
+        return;
+    };
+    let top = levels.iter().max_by_key(|l| l.positions).expect("a level");
+    let state_total = top.state * m.nodes as u64;
+    let nodes = state_total.div_ceil(m.memory);
+    println!(
+        "memory: level {} is the first that does not fit ({} per node, {} there is); level {} needs {} nodes of {} (or {} per node on {} nodes)",
+        big.seeds,
+        bytes(big.state),
+        bytes(m.memory),
+        top.seeds,
+        nodes,
+        bytes(m.memory),
+        bytes(top.state),
+        m.nodes
+    );
+}
+
+/// Raw over packed bytes of the levels packed in the database folder, if any.
+fn pack_ratio(root: &std::path::Path, rules: Rules, pits: usize) -> (f64, String) {
+    let packed: Vec<_> = survey(root, false)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.packed && l.rules == rules && l.pits == pits && l.problem.is_none())
+        .collect();
+    let raw: u64 = packed.iter().map(|l| l.raw_bytes).sum();
+    let bytes: u64 = packed.iter().map(|l| l.bytes).sum();
+    if packed.is_empty() || bytes == 0 {
+        return (
+            DEFAULT_PACK_RATIO,
+            "levels 16..=24 of Awari with the exit model; no packed level to measure".into(),
+        );
+    }
+    (
+        raw as f64 / bytes as f64,
+        format!("measured on the {} packed levels there", packed.len()),
+    )
+}
+
+/// The rate of the largest level of the largest thread count in a bench CSV.
+fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut best: Option<(usize, u64, f64)> = None;
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (Some(Ok(threads)), Some(Ok(positions)), Some(Ok(rate))) = (
+            f.get(2).map(|s| s.parse::<usize>()),
+            f.get(1).map(|s| s.parse::<u64>()),
+            f.get(6).map(|s| s.parse::<f64>()),
+        ) else {
+            continue;
+        };
+        if f[0] == "total" {
+            continue;
+        }
+        if best.is_none_or(|(t, p, _)| (threads, positions) > (t, p)) {
+            best = Some((threads, positions, rate));
+        }
+    }
+    let Some((threads, positions, rate)) = best else {
+        bail!(
+            "{}: no level rows (is it a CSV of `awari bench --csv`?)",
+            path.display()
+        );
+    };
+    let rate = Rate {
+        per_thread: rate,
+        level_size: positions,
+    };
+    Ok((
+        rate,
+        format!(
+            "{}: its largest level, {} positions, with {threads} threads",
+            path.display(),
+            group(positions)
+        ),
+    ))
+}
+
+/// Builds small levels in a scratch folder with every core and returns the rate of the
+/// largest one: a few seconds.
+fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
+    let top = Index::max_supported(pits)?;
+    let index = Index::new(pits, top)?;
+    // The largest level of at most about 5 million positions: a few seconds in all.
+    let max_seeds = (1..=top)
+        .take_while(|&n| index.level_size(n) <= 5_000_000)
+        .last()
+        .unwrap_or(1);
+    let scratch = tempdir()?;
+    let opts = BuildOptions {
+        root: scratch.clone(),
+        rules,
+        pits,
+        max_seeds,
+        force: true,
+        check: true,
+        progress: false,
+    };
+    eprintln!("calibrating: {rules} levels 0..={max_seeds}, {pits} pits per side");
+    let reports = build(&opts, |_| {}, |_| {});
+    let _ = std::fs::remove_dir_all(&scratch);
+    let reports = reports?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let last = reports.last().expect("level 0 at least");
+    let rate = Rate {
+        per_thread: last.stats.positions as f64 / last.seconds.max(1e-9) / threads as f64,
+        level_size: last.stats.positions,
+    };
+    Ok((
+        rate,
+        format!(
+            "measured here on level {max_seeds} ({} positions) with {threads} threads",
+            group(last.stats.positions)
+        ),
+    ))
+}
+
+fn tempdir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("awari-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}

@@ -1,0 +1,297 @@
+//! Planning a build: what each level needs (solver memory, disk) on each of `R` ranks,
+//! how long it should take at a measured rate, and whether a machine has it, so that
+//! nobody starts a build that cannot finish (DESIGN.md section 5.4).
+//!
+//! A level is cut into `R` slices of consecutive indices, as even as they can be: slice
+//! `r` is `[r * size / R, (r + 1) * size / R)` (integer division), so slice sizes differ
+//! by at most one position. A single process is `R = 1`.
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::db::raw::PAYLOAD_OFFSET;
+use crate::error::{Error, Result};
+use crate::game::index::Index;
+use crate::util::{bytes, disk_available, group, memory_available, memory_total};
+
+/// Solver memory per position of the level being built: a count byte and a value byte
+/// (section 5.2).
+pub const STATE_BYTES: u64 = 2;
+
+/// Packed size against raw, when no pack of the database has been measured: levels
+/// 16..=24 of Awari with the exit model (README, "Packing and sharing").
+pub const DEFAULT_PACK_RATIO: f64 = 2.68;
+
+/// How the build rate falls with the size of the level: positions per second per thread
+/// go as `size^-RATE_FALL` once the level outgrows the caches. Fitted to the README's
+/// figures on a 2-core machine: 2.2M/s/thread on level 20 (80 million positions), 1.41M
+/// on level 28 (1.48 billion), a factor 0.64 for 18.5 times the size.
+pub const RATE_FALL: f64 = 0.15;
+
+/// The rate expected on a level of `size` positions from `rate` measured on a level of
+/// `measured` positions (never above the measured rate).
+pub fn rate_at(rate: f64, measured: u64, size: u64) -> f64 {
+    if size <= measured || measured == 0 {
+        return rate;
+    }
+    rate * (size as f64 / measured as f64).powf(-RATE_FALL)
+}
+
+/// The indices of slice `rank` of a level of `size` positions cut into `ranks` slices.
+pub fn slice(size: u64, ranks: usize, rank: usize) -> Range<u64> {
+    let cut = |r: usize| (size as u128 * r as u128 / ranks as u128) as u64;
+    cut(rank)..cut(rank + 1)
+}
+
+/// The largest slice of a level of `size` positions on `ranks` ranks.
+pub fn largest_slice(size: u64, ranks: usize) -> u64 {
+    size.div_ceil(ranks as u64)
+}
+
+/// What a build may use, per node (one rank per node).
+#[derive(Clone, Copy, Debug)]
+pub struct Machine {
+    /// Nodes, one rank each.
+    pub nodes: usize,
+    /// Memory per node, bytes.
+    pub memory: u64,
+    /// Cores per node (worker threads of its rank).
+    pub cores: usize,
+    /// Disk per node for the database, bytes.
+    pub disk: u64,
+}
+
+/// One level of a plan, per rank (the largest slice).
+#[derive(Clone, Copy, Debug)]
+pub struct LevelPlan {
+    /// The level.
+    pub seeds: usize,
+    /// Positions of the whole level.
+    pub positions: u64,
+    /// Solver memory of one rank while the level is built.
+    pub state: u64,
+    /// The rank's slice of the level as a raw file (header and payload).
+    pub raw: u64,
+    /// The same, packed at the plan's ratio.
+    pub packed: u64,
+    /// The rank's raw files of levels `0..=seeds`.
+    pub raw_so_far: u64,
+    /// The same, packed.
+    pub packed_so_far: u64,
+    /// Expected wall time of the level, at the plan's rate.
+    pub seconds: Option<f64>,
+}
+
+impl LevelPlan {
+    /// Whether the level's solver state fits a node's memory.
+    pub fn fits_memory(&self, m: &Machine) -> bool {
+        self.state <= m.memory
+    }
+
+    /// Whether the raw levels `0..=seeds` fit a node's disk.
+    pub fn fits_disk(&self, m: &Machine) -> bool {
+        self.raw_so_far <= m.disk
+    }
+}
+
+/// A build rate measured on one level.
+#[derive(Clone, Copy, Debug)]
+pub struct Rate {
+    /// Positions per second per thread.
+    pub per_thread: f64,
+    /// The positions of the level it was measured on.
+    pub level_size: u64,
+}
+
+/// The plan of levels `0..=max_seeds` on `machine`: `pack_ratio` is raw over packed
+/// size; times come from `rate`, lowered for larger levels as [`rate_at`] says, and
+/// assume every core of every node is busy (which a distributed build approaches only on
+/// large levels).
+pub fn plan(
+    index: &Index,
+    max_seeds: usize,
+    machine: &Machine,
+    pack_ratio: f64,
+    rate: Option<Rate>,
+) -> Vec<LevelPlan> {
+    let ranks = machine.nodes.max(1);
+    let threads = (ranks * machine.cores.max(1)) as f64;
+    let (mut raw_so_far, mut packed_so_far) = (0, 0);
+    (0..=max_seeds)
+        .map(|n| {
+            let positions = index.level_size(n);
+            let slice = largest_slice(positions, ranks);
+            let raw = PAYLOAD_OFFSET as u64 + slice;
+            // The ratio is measured on whole files, headers and block tables included.
+            let packed = (raw as f64 / pack_ratio).ceil() as u64;
+            raw_so_far += raw;
+            packed_so_far += packed;
+            LevelPlan {
+                seeds: n,
+                positions,
+                state: STATE_BYTES * slice,
+                raw,
+                packed,
+                raw_so_far,
+                packed_so_far,
+                seconds: rate.map(|r| {
+                    let per_thread = rate_at(r.per_thread, r.level_size, positions);
+                    positions as f64 / (per_thread * threads)
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Refuses to start level `n` of `positions` positions into `dir` when the solver state
+/// would not fit the memory available now, or its file the free disk under `dir`: the
+/// error says what it needs, what there is, and what to do.
+pub fn check_level_fits(dir: &Path, n: usize, positions: u64) -> Result<()> {
+    let state = STATE_BYTES * positions;
+    if let Some(free) = memory_available() {
+        if state > free {
+            return Err(Error::Resources(format!(
+                "level {n} ({} positions) needs {} of solver memory, and {} is available: \
+                 free memory, or build it on several nodes (`awari plan --max-seeds {n} --nodes R`); \
+                 `--no-check` starts it anyway",
+                group(positions),
+                bytes(state),
+                bytes(free)
+            )));
+        }
+    }
+    let file = PAYLOAD_OFFSET as u64 + positions;
+    if let Some(free) = disk_available(dir) {
+        if file > free {
+            return Err(Error::Resources(format!(
+                "level {n} needs {} on disk and {} is free under {}: free space, or pack the \
+                 levels below (`awari pack --all --remove-raw`); `--no-check` starts it anyway",
+                bytes(file),
+                bytes(free),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a build of levels `0..=max_seeds` into `dir` at its start when it cannot
+/// finish on this machine: the largest level not built yet needs more solver memory than
+/// the machine has, or the levels not built yet more disk than is free under `dir`.
+pub fn check_build_fits(dir: &Path, index: &Index, max_seeds: usize) -> Result<()> {
+    let missing: Vec<usize> = (0..=max_seeds)
+        .filter(|&n| !crate::db::layout::level_exists(dir, n))
+        .collect();
+    let Some(&top) = missing.last() else {
+        return Ok(());
+    };
+    let positions = index.level_size(top);
+    if let Some(total) = memory_total() {
+        let state = STATE_BYTES * positions;
+        if state > total {
+            return Err(Error::Resources(format!(
+                "level {top} ({} positions) needs {} of solver memory, and this machine has {}: \
+                 `awari plan --max-seeds {max_seeds} --nodes R` says on how many nodes it fits; \
+                 `--no-check` starts anyway",
+                group(positions),
+                bytes(state),
+                bytes(total)
+            )));
+        }
+    }
+    let disk: u64 = missing
+        .iter()
+        .map(|&n| PAYLOAD_OFFSET as u64 + index.level_size(n))
+        .sum();
+    if let Some(free) = disk_available(dir) {
+        if disk > free {
+            return Err(Error::Resources(format!(
+                "levels {}..={max_seeds} need {} on disk and {} is free under {}: free space, \
+                 or pack levels as they are built (`awari pack --all --remove-raw`); \
+                 `--no-check` starts anyway",
+                missing[0],
+                bytes(disk),
+                bytes(free),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_tile_the_level_and_differ_by_at_most_one() {
+        for (size, ranks) in [(0u64, 1usize), (10, 3), (12_685_179, 7), (5, 8)] {
+            let slices: Vec<Range<u64>> = (0..ranks).map(|r| slice(size, ranks, r)).collect();
+            assert_eq!(slices[0].start, 0);
+            assert_eq!(slices[ranks - 1].end, size);
+            for w in slices.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+            }
+            let lens: Vec<u64> = slices.iter().map(|s| s.end - s.start).collect();
+            let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{lens:?}");
+            assert_eq!(*hi, largest_slice(size, ranks));
+        }
+    }
+
+    #[test]
+    fn the_whole_game_on_one_and_on_sixteen_nodes() {
+        let index = Index::new(6, 48).unwrap();
+        let one = Machine {
+            nodes: 1,
+            memory: 1 << 40,
+            cores: 64,
+            disk: 4 << 40,
+        };
+        let rate = Rate {
+            per_thread: 2e6,
+            level_size: 80_214_915,
+        };
+        let p = plan(&index, 48, &one, 2.0, Some(rate));
+        // Level 20 at the measured rate on 64 threads; level 28 at 0.64 of it.
+        assert!((p[20].seconds.unwrap() - 80_214_915.0 / 2e6 / 64.0).abs() < 1e-6);
+        let r28 = 1_482_519_324.0 / p[28].seconds.unwrap() / 64.0;
+        assert!((r28 / 2e6 - 0.645).abs() < 0.01, "{r28}");
+        // Level 48: 203,648,015,935 positions, two bytes each.
+        assert_eq!(p[48].positions, 203_648_015_935);
+        assert_eq!(p[48].state, 407_296_031_870);
+        assert!(p[48].fits_memory(&one));
+        let total: u64 = p.iter().map(|l| l.positions).sum();
+        assert_eq!(p[48].raw_so_far, total + 49 * PAYLOAD_OFFSET as u64);
+        let sixteen = Machine {
+            nodes: 16,
+            memory: 64 << 30,
+            ..one
+        };
+        let p = plan(&index, 48, &sixteen, 2.0, None);
+        assert_eq!(p[48].state, 2 * 203_648_015_935u64.div_ceil(16));
+        assert!(p[48].fits_memory(&sixteen));
+        let tiny = Machine {
+            memory: 1 << 30,
+            ..sixteen
+        };
+        let first_too_big = plan(&index, 48, &tiny, 2.0, None)
+            .iter()
+            .find(|l| !l.fits_memory(&tiny))
+            .map(|l| l.seeds);
+        // Level 34 (8,474,539,866 positions) is 1.06e9 bytes of state per rank, under
+        // 1 GiB; level 35 (11,028,981,756) is 1.38e9, over it.
+        assert_eq!(first_too_big, Some(35));
+    }
+
+    #[test]
+    fn a_level_too_big_for_this_machine_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_level_fits(dir.path(), 10, 351_351).is_ok());
+        let e = check_level_fits(dir.path(), 60, u64::MAX / 4).unwrap_err();
+        assert!(
+            e.to_string().contains("needs") && e.to_string().contains("--no-check"),
+            "{e}"
+        );
+    }
+}
