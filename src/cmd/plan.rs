@@ -1,12 +1,13 @@
 //! `awari plan`: what a build of levels 0..=N needs per node (solver memory, disk) and how
 //! long it should take, on this machine or on the cluster described, before it starts.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
 
-use awari::pack::survey;
+use awari::pack::{survey, LevelInfo};
 use awari::plan::{
     bytes, disk_available, memory_total, plan, LevelPlan, Machine, Rate, DEFAULT_PACK_RATIO,
     RATE_FALL,
@@ -72,7 +73,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             .context("no free disk figure for --dir; give --disk-per-node")?,
     };
     let db_dir = awari::db_dir(&args.root.dir, args.rules, args.pits);
-    let (ratio, ratio_from) = pack_ratio(&args.root.dir, args.rules, args.pits);
+    // The levels of this database already on disk (the raw file of a level if both are).
+    let found: Vec<LevelInfo> = survey(&args.root.dir, false)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.rules == args.rules && l.pits == args.pits && l.problem.is_none())
+        .collect();
+    let mut on_disk = BTreeMap::new();
+    for l in found.iter().rev() {
+        on_disk.insert(l.seeds, (l.bytes, l.packed));
+    }
+    let (ratio, ratio_from) = pack_ratio(&found);
     let (rate, rate_from) = match &args.rates {
         Some(csv) => rate_from_csv(csv)?,
         None => calibrate(args.rules, args.pits)?,
@@ -102,11 +113,11 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         "packed/node",
         "raw so far",
         "packed so far",
-        "hours"
+        "time"
     );
     for l in &levels {
         println!(
-            "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10.2}  {}",
+            "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  {}{}",
             l.seeds,
             group(l.positions),
             bytes(l.state),
@@ -114,23 +125,40 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             bytes(l.packed),
             bytes(l.raw_so_far),
             bytes(l.packed_so_far),
-            l.seconds.unwrap_or(0.0) / 3600.0,
-            fits(l, &machine)
+            duration(l.seconds.unwrap_or(0.0)),
+            fits(l, &machine),
+            on_disk
+                .get(&l.seeds)
+                .map_or(String::new(), |&(b, packed)| format!(
+                    " (built: {} {})",
+                    bytes(b),
+                    if packed { "packed" } else { "raw" }
+                ))
         );
     }
     let total: u64 = levels.iter().map(|l| l.positions).sum();
-    let hours: f64 = levels.iter().filter_map(|l| l.seconds).sum::<f64>() / 3600.0;
+    let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
     let last = levels.last().expect("level 0 at least");
     let peak = levels.iter().map(|l| l.state).max().unwrap_or(0);
     println!(
-        "total: {} positions; per node: at most {} of solver memory, {} of raw levels ({} packed); about {hours:.1} hours",
+        "total: {} positions; per node: at most {} of solver memory, {} of raw levels ({} packed); about {}",
         group(total),
         bytes(peak),
         bytes(last.raw_so_far),
-        bytes(last.packed_so_far)
+        bytes(last.packed_so_far),
+        duration(seconds)
     );
     advise(&levels, &machine);
     Ok(())
+}
+
+/// "0.4 s", "12 min", "3.1 h".
+fn duration(seconds: f64) -> String {
+    match seconds {
+        s if s < 60.0 => format!("{s:.1} s"),
+        s if s < 3600.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
 }
 
 /// "yes", or what does not fit.
@@ -175,12 +203,8 @@ fn advise(levels: &[LevelPlan], m: &Machine) {
 }
 
 /// Raw over packed bytes of the levels packed in the database folder, if any.
-fn pack_ratio(root: &std::path::Path, rules: Rules, pits: usize) -> (f64, String) {
-    let packed: Vec<_> = survey(root, false)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|l| l.packed && l.rules == rules && l.pits == pits && l.problem.is_none())
-        .collect();
+fn pack_ratio(found: &[LevelInfo]) -> (f64, String) {
+    let packed: Vec<&LevelInfo> = found.iter().filter(|l| l.packed).collect();
     let raw: u64 = packed.iter().map(|l| l.raw_bytes).sum();
     let bytes: u64 = packed.iter().map(|l| l.bytes).sum();
     if packed.is_empty() || bytes == 0 {
