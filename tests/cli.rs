@@ -810,4 +810,18 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
             && out.contains("level 48 needs 51 nodes of 8.0 GB"),
         "{out}"
     );
+    // Built levels: their bytes on disk (level 4: 4096 + 1,365 bytes).
+    let root = tmp.path().join("db");
+    let r = root.to_str().unwrap();
+    ok(&["build", "--max-seeds", "4", "--dir", r]);
+    let csv = csv.to_str().unwrap();
+    let out = ok(&["plan", "--max-seeds", "6", "--dir", r, "--rates", csv]);
+    let line = |n: usize| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(&n.to_string()))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line(4).ends_with("yes (built: 5 kB raw)"), "{out}");
+    assert!(line(5).ends_with("yes"), "{out}");
 }
