@@ -59,6 +59,19 @@ pub mod plan {
     pub use crate::util::{bytes, disk_available, memory_available, memory_total};
 }
 
+/// A build over several ranks (DESIGN.md section 5.4): each rank solves and keeps one
+/// slice of every level, talking to the others through a [`dist::Comm`]; `gather`
+/// assembles the standard level files from the slices.
+pub mod dist {
+    pub use crate::db::slice::{
+        gather, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
+    };
+    pub use crate::solve::dist::local::LocalComm;
+    pub use crate::solve::dist::{
+        build_slices, owner, solve_slice, Comm, LowerSlices, SliceReport, ROUND,
+    };
+}
+
 /// The rules at the level of single moves: what the solver and the property tests use
 /// (DESIGN.md section 1).
 pub mod rules {

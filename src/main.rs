@@ -70,6 +70,9 @@ enum Command {
     /// they should take, from rates measured on this machine; which levels do not fit,
     /// and what would.
     Plan(cmd::plan::PlanArgs),
+    /// Assemble the level files of a database from the slices that the ranks of a
+    /// distributed build kept (byte for byte what a single process builds).
+    Gather(cmd::gather::GatherArgs),
 }
 
 fn main() -> ExitCode {
@@ -115,5 +118,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Info(args) => cmd::info::run(args),
         Command::Count(args) => cmd::count::run(args),
         Command::Plan(args) => cmd::plan::run(args),
+        Command::Gather(args) => cmd::gather::run(args),
     }
 }

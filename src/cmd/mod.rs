@@ -6,6 +6,7 @@ pub mod bench;
 pub mod build;
 pub mod count;
 pub mod export;
+pub mod gather;
 pub mod import;
 pub mod info;
 pub mod pack;

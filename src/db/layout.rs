@@ -3,6 +3,7 @@
 //! `awari build` command that errors name when a level is missing.
 
 use std::fs;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -85,6 +86,20 @@ impl Expect {
             positions: index.level_size(n),
         }
     }
+}
+
+/// The partition of a level over `ranks` ranks (DESIGN.md section 5.4): slice `rank` is
+/// `[rank * size / ranks, (rank + 1) * size / ranks)` (integer division), so the slices
+/// tile the level and differ in size by at most one position.
+/// The indices of slice `rank` of a level of `size` positions cut into `ranks` slices.
+pub fn slice(size: u64, ranks: usize, rank: usize) -> Range<u64> {
+    let cut = |r: usize| (size as u128 * r as u128 / ranks as u128) as u64;
+    cut(rank)..cut(rank + 1)
+}
+
+/// The largest slice of a level of `size` positions on `ranks` ranks.
+pub fn largest_slice(size: u64, ranks: usize) -> u64 {
+    size.div_ceil(ranks as u64)
 }
 
 /// Whether level `n` has a file (raw or packed) in `dir`.

@@ -8,4 +8,5 @@ pub mod lock;
 pub mod model;
 pub mod pack;
 pub mod raw;
+pub mod slice;
 pub mod store;

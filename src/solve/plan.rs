@@ -6,9 +6,9 @@
 //! `r` is `[r * size / R, (r + 1) * size / R)` (integer division), so slice sizes differ
 //! by at most one position. A single process is `R = 1`.
 
-use std::ops::Range;
 use std::path::Path;
 
+pub use crate::db::layout::{largest_slice, slice};
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -35,17 +35,6 @@ pub fn rate_at(rate: f64, measured: u64, size: u64) -> f64 {
         return rate;
     }
     rate * (size as f64 / measured as f64).powf(-RATE_FALL)
-}
-
-/// The indices of slice `rank` of a level of `size` positions cut into `ranks` slices.
-pub fn slice(size: u64, ranks: usize, rank: usize) -> Range<u64> {
-    let cut = |r: usize| (size as u128 * r as u128 / ranks as u128) as u64;
-    cut(rank)..cut(rank + 1)
-}
-
-/// The largest slice of a level of `size` positions on `ranks` ranks.
-pub fn largest_slice(size: u64, ranks: usize) -> u64 {
-    size.div_ceil(ranks as u64)
 }
 
 /// What a build may use, per node (one rank per node).
@@ -221,6 +210,8 @@ pub fn check_build_fits(dir: &Path, index: &Index, max_seeds: usize) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    use std::ops::Range;
+
     use super::*;
 
     #[test]

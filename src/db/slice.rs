@@ -1,0 +1,360 @@
+//! Slice files (DESIGN.md section 5.4): rank `r` of a build over `R` ranks keeps only
+//! its slice of every finished level, `level-NNN.<r>of<R>.aws` in its own folder. The
+//! header is the raw level's (section 4) with its own magic and the slice's place:
+//!
+//! | bytes  | field |
+//! |--------|-------|
+//! | 0..8   | magic `AWARISL\0` |
+//! | 8..12  | format version (1) |
+//! | 12     | rule set (0 awari, 1 oware) |
+//! | 13     | pits per side P |
+//! | 14     | index scheme (1) |
+//! | 15     | complete mark (1) |
+//! | 16..20 | seeds n (the level) |
+//! | 20..24 | payload offset (4096) |
+//! | 24..32 | positions of the whole level |
+//! | 32..40 | checksum (XXH3-64) of this slice's payload |
+//! | 40..48 | first index of the slice |
+//! | 48..56 | end of the slice (one past its last index) |
+//! | 56..60 | ranks R |
+//! | 60..64 | rank r |
+//! | 64..72 | header checksum (XXH3-64 of bytes 0..64) |
+//!
+//! The payload is the values of indices `start..end` in index order, so the slices of a
+//! level, concatenated in rank order, are the raw level's payload.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+use crate::db::layout::Expect;
+use crate::db::raw::{TmpFile, INDEX_ROMEIN_BAL, PAYLOAD_OFFSET};
+use crate::error::{Error, Result};
+use crate::game::rules::Rules;
+
+/// The magic of a slice file.
+pub const MAGIC: [u8; 8] = *b"AWARISL\0";
+/// The format version written and read.
+pub const VERSION: u32 = 1;
+
+/// The file of rank `rank`'s slice of level `n`, of a build over `ranks` ranks.
+pub fn slice_path(dir: &Path, n: usize, rank: usize, ranks: usize) -> PathBuf {
+    dir.join(format!("level-{n:03}.{rank}of{ranks}.aws"))
+}
+
+/// `(n, rank, ranks)` of a slice file name, if it is one.
+pub fn parse_slice_name(name: &str) -> Option<(usize, usize, usize)> {
+    let rest = name.strip_prefix("level-")?.strip_suffix(".aws")?;
+    let (n, part) = rest.split_once('.')?;
+    let (rank, ranks) = part.split_once("of")?;
+    let (n, rank, ranks) = (n.parse().ok()?, rank.parse().ok()?, ranks.parse().ok()?);
+    // Only the names this module writes.
+    (slice_path(Path::new(""), n, rank, ranks).to_str() == Some(name)).then_some((n, rank, ranks))
+}
+
+/// What a slice file says about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SliceHeader {
+    /// The rule set.
+    pub rules: Rules,
+    /// Pits per side.
+    pub pits: usize,
+    /// The level.
+    pub seeds: usize,
+    /// Positions of the whole level.
+    pub positions: u64,
+    /// XXH3-64 of the slice's payload.
+    pub checksum: u64,
+    /// The indices the slice holds.
+    pub range: Range<u64>,
+    /// Ranks of the build.
+    pub ranks: usize,
+    /// This slice's rank.
+    pub rank: usize,
+}
+
+impl SliceHeader {
+    fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
+        let mut h = [0u8; PAYLOAD_OFFSET];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[12] = self.rules.code();
+        h[13] = self.pits as u8;
+        h[14] = INDEX_ROMEIN_BAL;
+        h[15] = 1;
+        h[16..20].copy_from_slice(&(self.seeds as u32).to_le_bytes());
+        h[20..24].copy_from_slice(&(PAYLOAD_OFFSET as u32).to_le_bytes());
+        h[24..32].copy_from_slice(&self.positions.to_le_bytes());
+        h[32..40].copy_from_slice(&self.checksum.to_le_bytes());
+        h[40..48].copy_from_slice(&self.range.start.to_le_bytes());
+        h[48..56].copy_from_slice(&self.range.end.to_le_bytes());
+        h[56..60].copy_from_slice(&(self.ranks as u32).to_le_bytes());
+        h[60..64].copy_from_slice(&(self.rank as u32).to_le_bytes());
+        let hc = xxh3_64(&h[0..64]);
+        h[64..72].copy_from_slice(&hc.to_le_bytes());
+        h
+    }
+
+    fn decode(path: &Path, h: &[u8]) -> Result<SliceHeader> {
+        let bad = |p: String| Err(Error::format(path, p));
+        if h.len() < PAYLOAD_OFFSET {
+            return bad(format!(
+                "truncated: {} bytes, shorter than the {PAYLOAD_OFFSET}-byte header",
+                h.len()
+            ));
+        }
+        if h[0..8] != MAGIC {
+            return bad("not a slice of an awari level (bad magic)".into());
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
+        if u32_at(8) != VERSION {
+            return bad(format!(
+                "format version {}, this tool reads version {VERSION}",
+                u32_at(8)
+            ));
+        }
+        if u64_at(64) != xxh3_64(&h[0..64]) {
+            return bad("damaged header (header checksum mismatch)".into());
+        }
+        if h[15] != 1 || h[14] != INDEX_ROMEIN_BAL || u32_at(20) as usize != PAYLOAD_OFFSET {
+            return bad("unfinished slice or unknown layout".into());
+        }
+        let Some(rules) = Rules::from_code(h[12]) else {
+            return bad(format!("unknown rule set {}", h[12]));
+        };
+        Ok(SliceHeader {
+            rules,
+            pits: h[13] as usize,
+            seeds: u32_at(16) as usize,
+            positions: u64_at(24),
+            checksum: u64_at(32),
+            range: u64_at(40)..u64_at(48),
+            ranks: u32_at(56) as usize,
+            rank: u32_at(60) as usize,
+        })
+    }
+}
+
+/// An open, memory-mapped, checked slice.
+pub struct SliceLevel {
+    header: SliceHeader,
+    map: Mmap,
+}
+
+impl SliceLevel {
+    /// Opens the slice at `path`: it must be slice `rank` of `ranks`, holding `range` of
+    /// the level `expect` describes, complete, with its payload checksum right.
+    pub fn open(
+        path: &Path,
+        expect: &Expect,
+        rank: usize,
+        ranks: usize,
+        range: Range<u64>,
+    ) -> Result<SliceLevel> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: slices are written once under a temporary name and renamed into place;
+        // the checksum below catches a file changed underneath before it is read.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let header = SliceHeader::decode(path, &map)?;
+        let want = SliceHeader {
+            rules: expect.rules,
+            pits: expect.pits,
+            seeds: expect.seeds,
+            positions: expect.positions,
+            checksum: header.checksum,
+            range: range.clone(),
+            ranks,
+            rank,
+        };
+        if header != want {
+            return Err(Error::format(
+                path,
+                format!(
+                    "holds {} level {} slice {}..{} of rank {} of {}, expected {} level {} slice {}..{} of rank {rank} of {ranks}",
+                    header.rules, header.seeds, header.range.start, header.range.end, header.rank,
+                    header.ranks, expect.rules, expect.seeds, range.start, range.end
+                ),
+            ));
+        }
+        let want_len = PAYLOAD_OFFSET as u64 + (range.end - range.start);
+        if map.len() as u64 != want_len {
+            return Err(Error::format(
+                path,
+                format!("{} bytes, expected {want_len}", map.len()),
+            ));
+        }
+        let slice = SliceLevel { header, map };
+        if xxh3_64(slice.bytes()) != slice.header.checksum {
+            return Err(Error::format(path, "damaged payload (checksum mismatch)"));
+        }
+        Ok(slice)
+    }
+
+    /// The header.
+    pub fn header(&self) -> &SliceHeader {
+        &self.header
+    }
+
+    /// The values of the slice's indices, in order.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map[PAYLOAD_OFFSET..]
+    }
+}
+
+/// Writes slice `rank` of `ranks` (indices `range`) of level `seeds` to `path`: under a
+/// temporary name, synced and renamed into place.
+#[allow(clippy::too_many_arguments)]
+pub fn write_slice(
+    path: &Path,
+    rules: Rules,
+    pits: usize,
+    seeds: usize,
+    positions: u64,
+    rank: usize,
+    ranks: usize,
+    range: Range<u64>,
+    payload: &[u8],
+) -> Result<()> {
+    if payload.len() as u64 != range.end - range.start {
+        return Err(Error::Input(format!(
+            "slice {}..{} given {} values",
+            range.start,
+            range.end,
+            payload.len()
+        )));
+    }
+    let mut hasher = Xxh3::new();
+    hasher.update(payload);
+    let header = SliceHeader {
+        rules,
+        pits,
+        seeds,
+        positions,
+        checksum: hasher.digest(),
+        range,
+        ranks,
+        rank,
+    };
+    let mut file = TmpFile::create(path)?;
+    file.write(&[0u8; PAYLOAD_OFFSET])?;
+    file.write(payload)?;
+    file.finish(&[&header.encode()])
+}
+
+/// The slice files in a database folder: `(n, rank, ranks)` in order.
+pub fn list_slices(dir: &Path) -> Result<Vec<(usize, usize, usize)>> {
+    let mut out = Vec::new();
+    if !dir.is_dir() {
+        return Ok(out);
+    }
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if let Some(s) = entry.file_name().to_str().and_then(parse_slice_name) {
+            out.push(s);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Assembles the standard level files of the database `rules`-`pits` in `out` from the
+/// slices in the database folders `from` (one per rank, or one holding several ranks'
+/// slices): every level whose slices are all there, each checked, is written as the raw
+/// level a single process builds, byte for byte. Returns the levels written.
+pub fn gather(
+    from: &[PathBuf],
+    out: &Path,
+    index: &crate::game::index::Index,
+    rules: Rules,
+) -> Result<Vec<usize>> {
+    use crate::db::raw::LevelWriter;
+    let pits = index.pits_per_side();
+    // Where each (n, rank, ranks) slice is.
+    let mut found = std::collections::BTreeMap::new();
+    for dir in from {
+        for (n, rank, ranks) in list_slices(dir)? {
+            found.insert((n, ranks, rank), slice_path(dir, n, rank, ranks));
+        }
+    }
+    let ranks: std::collections::BTreeSet<usize> = found.keys().map(|k| k.1).collect();
+    if ranks.len() > 1 {
+        return Err(Error::Input(format!(
+            "slices of builds over different numbers of ranks ({:?}): gather one build at a time",
+            ranks
+        )));
+    }
+    let Some(&ranks) = ranks.iter().next() else {
+        return Err(Error::Input(format!(
+            "no slice files in {}",
+            from.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    let levels: std::collections::BTreeSet<usize> = found.keys().map(|k| k.0).collect();
+    std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+    let mut written = Vec::new();
+    for n in levels {
+        if n > index.max_seeds() {
+            continue;
+        }
+        let expect = Expect::level(rules, index, n);
+        let missing: Vec<usize> = (0..ranks)
+            .filter(|r| !found.contains_key(&(n, ranks, *r)))
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::Input(format!(
+                "level {n}: the slices of rank(s) {missing:?} of {ranks} are not in the folders given"
+            )));
+        }
+        let path = crate::db::layout::level_path(out, n);
+        let mut w = LevelWriter::create(&path, rules, pits, n, expect.positions)?;
+        for r in 0..ranks {
+            let range = crate::db::layout::slice(expect.positions, ranks, r);
+            let s = SliceLevel::open(&found[&(n, ranks, r)], &expect, r, ranks, range)?;
+            w.write(s.bytes())?;
+        }
+        w.finish()?;
+        written.push(n);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_open_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = slice_path(dir.path(), 7, 1, 3);
+        assert_eq!(path.file_name().unwrap(), "level-007.1of3.aws");
+        assert_eq!(parse_slice_name("level-007.1of3.aws"), Some((7, 1, 3)));
+        assert_eq!(parse_slice_name("level-7.1of3.aws"), None);
+        write_slice(&path, Rules::Oware, 4, 7, 10, 1, 3, 3..6, &[1, 2, 3]).unwrap();
+        let expect = Expect {
+            rules: Rules::Oware,
+            pits: 4,
+            seeds: 7,
+            positions: 10,
+        };
+        let s = SliceLevel::open(&path, &expect, 1, 3, 3..6).unwrap();
+        assert_eq!(s.bytes(), &[1, 2, 3]);
+        let e = SliceLevel::open(&path, &expect, 1, 2, 5..10).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("expected oware level 7 slice 5..10 of rank 1 of 2"),
+            "{e}"
+        );
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[PAYLOAD_OFFSET] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = SliceLevel::open(&path, &expect, 1, 3, 3..6).err().unwrap();
+        assert!(e.to_string().contains("damaged payload"), "{e}");
+    }
+}
