@@ -67,9 +67,13 @@ pub mod dist {
         gather, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
     };
     pub use crate::solve::dist::local::LocalComm;
+    #[cfg(feature = "mpi")]
+    pub use crate::solve::dist::mpi_comm::MpiComm;
     pub use crate::solve::dist::{
         build_slices, owner, solve_slice, Comm, LowerSlices, SliceReport, ROUND,
     };
+    #[cfg(feature = "mpi")]
+    pub use mpi;
 }
 
 /// The rules at the level of single moves: what the solver and the property tests use

@@ -27,15 +27,38 @@ pub struct BuildArgs {
     /// the build refuses at its start, and before each level, with what it needs).
     #[arg(long)]
     no_check: bool,
+    /// Build over the ranks of an MPI job (`mpirun -np R awari build --distributed ...`;
+    /// chosen by itself when more than one rank runs): each rank solves and keeps one
+    /// slice of every level in its folder (`--dir` may hold `{rank}`); `awari gather`
+    /// then assembles the level files. Needs the `mpi` feature.
+    #[arg(long)]
+    distributed: bool,
+}
+
+/// The ranks of the MPI job this process was started in by `mpirun`, if it says (Open
+/// MPI and MPICH set these).
+fn mpi_ranks() -> Option<usize> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+    if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {
+        #[cfg(feature = "mpi")]
+        return distributed(args);
+        #[cfg(not(feature = "mpi"))]
+        anyhow::bail!(
+            "a build over MPI ranks needs the mpi feature: cargo build --release --features mpi"
+        );
+    }
     let BuildArgs {
         max_seeds,
         db,
         threads,
         force,
         no_check,
+        distributed: _,
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits, max_seeds)?;
@@ -128,4 +151,82 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         positions as f64 / secs.max(1e-9) / threads as f64
     );
     Ok(())
+}
+
+/// `awari build` over the ranks of an MPI job: every rank builds its slices; rank 0
+/// prints the table. A rank that fails says so in one line and ends the whole job, so
+/// that no rank waits forever for it.
+#[cfg(feature = "mpi")]
+fn distributed(args: BuildArgs) -> anyhow::Result<()> {
+    use awari::dist::{build_slices, Comm, MpiComm, SliceReport};
+    let Some((universe, _)) =
+        awari::dist::mpi::initialize_with_threading(awari::dist::mpi::Threading::Funneled)
+    else {
+        anyhow::bail!("MPI could not be started");
+    };
+    let comm = MpiComm::world(&universe);
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let root = args
+        .db
+        .dir()
+        .to_string_lossy()
+        .replace("{rank}", &rank.to_string());
+    let dir = awari::db_dir(std::path::Path::new(&root), args.db.rules, args.db.pits);
+    // The slice solver runs on the rank's own thread for now (--threads is not used).
+    if rank == 0 {
+        eprintln!(
+            "building {} levels 0..={} over {ranks} rank(s), {} pits per side, into {} (one thread per rank)",
+            args.db.rules,
+            args.max_seeds,
+            args.db.pits,
+            dir.display()
+        );
+        println!(
+            "{:>5} {:>15} {:>15} {:>9} {:>14}",
+            "level", "positions", "slice", "seconds", "bytes sent"
+        );
+    }
+    let print = |r: &SliceReport| {
+        if rank == 0 {
+            println!(
+                "{:>5} {:>15} {:>15} {:>9} {:>14}",
+                r.seeds,
+                group(r.positions),
+                group(r.slice),
+                if r.kept {
+                    "kept".to_string()
+                } else {
+                    format!("{:.2}", r.seconds)
+                },
+                group(r.bytes_sent)
+            );
+        }
+    };
+    let started = std::time::Instant::now();
+    let result = build_slices(
+        &comm,
+        &dir,
+        args.db.rules,
+        args.db.pits,
+        args.max_seeds,
+        print,
+    );
+    match result {
+        Ok(reports) => {
+            let sent: u64 = reports.iter().map(|r| r.bytes_sent).sum();
+            if rank == 0 {
+                println!(
+                    "total: {} levels over {ranks} rank(s) in {:.2} s; rank 0 sent {} bytes; gather with `awari gather --from <the ranks' folders>`",
+                    reports.len(),
+                    started.elapsed().as_secs_f64(),
+                    group(sent)
+                );
+            }
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("error: rank {rank} of {ranks}: {}", e.one_line());
+            comm.abort(1)
+        }
+    }
 }

@@ -379,6 +379,99 @@ pub fn build_slices<C: Comm>(
     Ok(reports)
 }
 
+/// The ranks of an MPI job (`mpirun`): the world communicator. Only the thread that
+/// made it calls MPI (the solver's rayon threads do not).
+#[cfg(feature = "mpi")]
+pub mod mpi_comm {
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+    use mpi::collective::SystemOperation;
+    use mpi::datatype::{Partition, PartitionMut};
+    use mpi::traits::*;
+
+    use super::Comm;
+
+    /// The world of an MPI job.
+    pub struct MpiComm {
+        world: mpi::topology::SimpleCommunicator,
+        sent: AtomicU64,
+    }
+
+    impl MpiComm {
+        /// The world communicator of the job `universe` belongs to.
+        pub fn world(universe: &mpi::environment::Universe) -> MpiComm {
+            MpiComm {
+                world: universe.world(),
+                sent: AtomicU64::new(0),
+            }
+        }
+
+        /// Ends the whole job: every rank stops (a rank that cannot go on must not leave
+        /// the others waiting in a collective).
+        pub fn abort(&self, code: i32) -> ! {
+            self.world.abort(code)
+        }
+    }
+
+    impl Comm for MpiComm {
+        fn rank(&self) -> usize {
+            self.world.rank() as usize
+        }
+
+        fn size(&self) -> usize {
+            self.world.size() as usize
+        }
+
+        fn exchange(&self, send: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+            let size = self.size();
+            let count = |b: &Vec<u8>| {
+                mpi::Count::try_from(b.len())
+                    .expect("a message under 2 GiB (MPI counts are 32-bit)")
+            };
+            let counts: Vec<mpi::Count> = send.iter().map(count).collect();
+            let mut recv_counts = vec![0 as mpi::Count; size];
+            self.world
+                .all_to_all_into(&counts[..], &mut recv_counts[..]);
+            let displs = |c: &[mpi::Count]| -> Vec<mpi::Count> {
+                c.iter()
+                    .scan(0, |at, &n| {
+                        let d = *at;
+                        *at += n;
+                        Some(d)
+                    })
+                    .collect()
+            };
+            let (sd, rd) = (displs(&counts), displs(&recv_counts));
+            let mut flat: Vec<u8> = send.concat();
+            self.sent.fetch_add(flat.len() as u64, Relaxed);
+            let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
+            // One spare byte each: two empty vectors share one dangling address, which
+            // MPI takes for the same buffer given twice and refuses.
+            flat.push(0);
+            let mut buf = vec![0u8; total + 1];
+            {
+                let out = Partition::new(&flat[..], &counts[..], &sd[..]);
+                let mut inp = PartitionMut::new(&mut buf[..], &recv_counts[..], &rd[..]);
+                self.world.all_to_all_varcount_into(&out, &mut inp);
+            }
+            (0..size)
+                .map(|r| buf[rd[r] as usize..(rd[r] + recv_counts[r]) as usize].to_vec())
+                .collect()
+        }
+
+        fn sum(&self, x: u64) -> u64 {
+            let mut total = 0u64;
+            self.world
+                .all_reduce_into(&x, &mut total, SystemOperation::sum());
+            total
+        }
+
+        fn bytes_sent(&self) -> u64 {
+            self.sent.load(Relaxed)
+        }
+    }
+}
+
 /// Ranks as threads of one process, for tests: each call of a collective waits for
 /// every rank.
 pub mod local {

@@ -1,0 +1,134 @@
+//! The build over MPI ranks for real: `mpirun -np R awari build --distributed` with a
+//! folder per rank, then `awari gather`: byte for byte the levels of `awari build`.
+//! Needs the `mpi` feature and `mpirun` (`.ci/run` installs Open MPI and runs these).
+
+#![cfg(feature = "mpi")]
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+
+use common::{ok, text, BIN};
+
+/// `mpirun -np ranks awari args...`, allowed to run as root and with more ranks than
+/// cores: whether it succeeded, its stdout and its stderr.
+fn mpirun(ranks: usize, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", &ranks.to_string(), BIN])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun (Open MPI's openmpi-bin) must be installed for the mpi tests");
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
+}
+
+fn level_bytes(root: &Path, rules: &str, pits: usize, n: usize) -> Vec<u8> {
+    fs::read(
+        root.join(format!("{rules}-{pits}"))
+            .join(format!("level-{n:03}.awl")),
+    )
+    .unwrap()
+}
+
+#[test]
+fn ranks_build_the_single_process_levels() {
+    for (rules, pits, top) in [("awari", 6, 12), ("oware", 6, 12), ("awari", 4, 16)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let single = tmp.path().join("single");
+        let (p, t) = (pits.to_string(), top.to_string());
+        let common = ["--max-seeds", &t, "--pits", &p, "--rules", rules];
+        let mut args = vec!["build", "--dir", single.to_str().unwrap()];
+        args.extend(common);
+        ok(&args);
+        for ranks in [1, 2, 3] {
+            let root = tmp.path().join(format!("r{ranks}"));
+            let per_rank = format!("{}/rank{{rank}}", root.display());
+            let mut args = vec!["build", "--distributed", "--dir", &per_rank];
+            args.extend(common);
+            let (done, out, err) = mpirun(ranks, &args);
+            assert!(done, "{out}{err}");
+            assert!(
+                out.contains(&format!("total: {} levels over {ranks} rank(s)", top + 1)),
+                "{out}"
+            );
+            // Each rank's folder holds its own slices and nothing else.
+            let mut from = Vec::new();
+            for r in 0..ranks {
+                let rank_root = root.join(format!("rank{r}"));
+                let dir = rank_root.join(format!("{rules}-{pits}"));
+                let names: Vec<String> = fs::read_dir(&dir)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect();
+                assert_eq!(names.len(), top + 1, "{names:?}");
+                assert!(
+                    names
+                        .iter()
+                        .all(|n| n.ends_with(&format!(".{r}of{ranks}.aws"))),
+                    "{names:?}"
+                );
+                from.push(rank_root.to_str().unwrap().to_string());
+            }
+            let out_root = root.join("gathered");
+            let mut args = vec![
+                "gather",
+                "--dir",
+                out_root.to_str().unwrap(),
+                "--pits",
+                &p,
+                "--rules",
+                rules,
+                "--from",
+            ];
+            args.extend(from.iter().map(String::as_str));
+            ok(&args);
+            for n in 0..=top {
+                assert!(
+                    level_bytes(&out_root, rules, pits, n) == level_bytes(&single, rules, pits, n),
+                    "{rules} P={pits} level {n} over {ranks} ranks differs"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rerun_resumes_and_another_partition_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let per_rank = format!("{}/rank{{rank}}", tmp.path().display());
+    let args = [
+        "build",
+        "--distributed",
+        "--max-seeds",
+        "10",
+        "--pits",
+        "4",
+        "--dir",
+        &per_rank,
+    ];
+    let (done, out, err) = mpirun(2, &args);
+    assert!(done, "{out}{err}");
+    // A lost slice: the rerun rebuilds its level on every rank and keeps the rest.
+    fs::remove_file(tmp.path().join("rank1/awari-4/level-007.1of2.aws")).unwrap();
+    let (done, out, err) = mpirun(2, &args);
+    assert!(done, "{out}{err}");
+    let kept = out.lines().filter(|l| l.contains(" kept ")).count();
+    assert_eq!(kept, 10, "{out}");
+    // Three ranks over the slices of two: refused, one line per rank, nothing written.
+    let (done, _, err) = mpirun(3, &args);
+    assert!(!done);
+    assert!(
+        err.contains("holds slices of a build over 2 ranks") && err.contains("this build has 3"),
+        "{err}"
+    );
+    assert!(
+        !tmp.path().join("rank2/awari-4").exists()
+            || fs::read_dir(tmp.path().join("rank2/awari-4"))
+                .unwrap()
+                .count()
+                == 0
+    );
+}
