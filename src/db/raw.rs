@@ -58,8 +58,17 @@ impl Header {
     /// checksum over bytes `0..40`, zeros up to [`PAYLOAD_OFFSET`]. Always marked complete.
     pub fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
         let mut h = [0u8; PAYLOAD_OFFSET];
-        h[0..8].copy_from_slice(&MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        self.encode_fields(&mut h, MAGIC, VERSION);
+        let hc = xxh3_64(&h[0..40]);
+        h[40..48].copy_from_slice(&hc.to_le_bytes());
+        h
+    }
+
+    /// Bytes `0..40` of a level's header (section 4), which slice files share with their
+    /// own magic and version.
+    pub(crate) fn encode_fields(&self, h: &mut [u8], magic: [u8; 8], version: u32) {
+        h[0..8].copy_from_slice(&magic);
+        h[8..12].copy_from_slice(&version.to_le_bytes());
         h[12] = self.rules.code();
         h[13] = self.pits as u8;
         h[14] = INDEX_ROMEIN_BAL;
@@ -68,9 +77,6 @@ impl Header {
         h[20..24].copy_from_slice(&(PAYLOAD_OFFSET as u32).to_le_bytes());
         h[24..32].copy_from_slice(&self.positions.to_le_bytes());
         h[32..40].copy_from_slice(&self.checksum.to_le_bytes());
-        let hc = xxh3_64(&h[0..40]);
-        h[40..48].copy_from_slice(&hc.to_le_bytes());
-        h
     }
 
     /// Decodes the header of the file at `path`; the error says what is wrong with it.

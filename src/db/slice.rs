@@ -31,7 +31,7 @@ use memmap2::Mmap;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::db::layout::Expect;
-use crate::db::raw::{TmpFile, INDEX_ROMEIN_BAL, PAYLOAD_OFFSET};
+use crate::db::raw::{Header, TmpFile, INDEX_ROMEIN_BAL, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::rules::Rules;
 
@@ -79,16 +79,14 @@ pub struct SliceHeader {
 impl SliceHeader {
     fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
         let mut h = [0u8; PAYLOAD_OFFSET];
-        h[0..8].copy_from_slice(&MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        h[12] = self.rules.code();
-        h[13] = self.pits as u8;
-        h[14] = INDEX_ROMEIN_BAL;
-        h[15] = 1;
-        h[16..20].copy_from_slice(&(self.seeds as u32).to_le_bytes());
-        h[20..24].copy_from_slice(&(PAYLOAD_OFFSET as u32).to_le_bytes());
-        h[24..32].copy_from_slice(&self.positions.to_le_bytes());
-        h[32..40].copy_from_slice(&self.checksum.to_le_bytes());
+        let level = Header {
+            rules: self.rules,
+            pits: self.pits,
+            seeds: self.seeds,
+            positions: self.positions,
+            checksum: self.checksum,
+        };
+        level.encode_fields(&mut h, MAGIC, VERSION);
         h[40..48].copy_from_slice(&self.range.start.to_le_bytes());
         h[48..56].copy_from_slice(&self.range.end.to_le_bytes());
         h[56..60].copy_from_slice(&(self.ranks as u32).to_le_bytes());

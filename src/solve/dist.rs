@@ -21,6 +21,7 @@ use std::ops::Range;
 use crate::game::index::Index;
 use crate::game::rules::{for_each_exit, for_each_unmove, Board, Exits, Rules};
 use crate::game::scan::NO_EXIT;
+use crate::solve::level::seed;
 use crate::solve::plan::slice;
 
 /// Positions per rank per forward round: bounds the request buffers.
@@ -235,11 +236,7 @@ impl Slice<'_> {
             if k & SETTLED != 0 {
                 continue;
             }
-            let won = if b == t {
-                true
-            } else if b == -t && k == 0 {
-                false
-            } else {
+            let Some(won) = seed(k, b, t) else {
                 continue;
             };
             if self.settle(i, if won { t } else { -t }) {

@@ -138,11 +138,7 @@ pub fn solve_level<L: Lower + ?Sized>(
                         continue;
                     }
                     let b = state.value[i as usize].load(Relaxed) as i8;
-                    let won = if b == t {
-                        true
-                    } else if b == -t && k == 0 {
-                        false
-                    } else {
+                    let Some(won) = seed(k, b, t) else {
                         continue;
                     };
                     if solver.settle(i, if won { t } else { -t }) {
@@ -207,6 +203,20 @@ impl State {
         } else {
             0
         }
+    }
+}
+
+/// Whether an unsettled position (count byte `k`, best exit `b`) is settled by the scan at
+/// threshold `t`, and how: won at `t` by its exit, lost at `-t` when no move stays in the
+/// level any more and its exit gives `-t`; `None` if not at this threshold.
+#[inline]
+pub(crate) fn seed(k: u8, b: i8, t: i8) -> Option<bool> {
+    if b == t {
+        Some(true)
+    } else if b == -t && k == 0 {
+        Some(false)
+    } else {
+        None
     }
 }
 
