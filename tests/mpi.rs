@@ -132,3 +132,109 @@ fn a_rerun_resumes_and_another_partition_is_refused() {
                 == 0
     );
 }
+
+/// The pids of the children of `parent` (the ranks `mpirun` started on this machine).
+fn children(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: the name may hold spaces, so read after the ')'.
+        let after = &stat[stat.rfind(')').unwrap() + 1..];
+        if after.split_whitespace().nth(1) == Some(&parent.to_string()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let per_rank = format!("{}/rank{{rank}}", tmp.path().display());
+    let args = [
+        "build",
+        "--distributed",
+        "--max-seeds",
+        "17",
+        "--dir",
+        &per_rank,
+    ];
+    let mut job = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "3", BIN])
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until level 13 is done everywhere, then kill rank 2's process mid-build.
+    let started = std::time::Instant::now();
+    let done = |r: usize| {
+        tmp.path()
+            .join(format!("rank{r}/awari-6/level-013.{r}of3.aws"))
+    };
+    while !(0..3).all(|r| done(r).exists()) {
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the job never reached level 13"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ranks = children(job.id());
+    assert_eq!(ranks.len(), 3, "{ranks:?}");
+    let killed = Command::new("kill")
+        .args(["-9", &ranks[2].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let killed_at = std::time::Instant::now();
+    let out = job.wait_with_output().unwrap();
+    assert!(killed_at.elapsed().as_secs() < 30, "the job did not end");
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    let said = err
+        .lines()
+        .filter(|l| l.starts_with("error: rank ") && l.contains("stopped: the job was ended"))
+        .count();
+    assert!(said >= 1, "{err}");
+    // The rerun keeps what was finished everywhere and ends like a build never stopped.
+    let (done_again, out, err) = mpirun(3, &args);
+    assert!(done_again, "{out}{err}");
+    assert!(
+        out.lines().filter(|l| l.contains(" kept ")).count() >= 14,
+        "{out}"
+    );
+    let single = tmp.path().join("single");
+    ok(&[
+        "build",
+        "--max-seeds",
+        "17",
+        "--dir",
+        single.to_str().unwrap(),
+    ]);
+    let gathered = tmp.path().join("gathered");
+    let from: Vec<String> = (0..3)
+        .map(|r| {
+            tmp.path()
+                .join(format!("rank{r}"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut args = vec!["gather", "--dir", gathered.to_str().unwrap(), "--from"];
+    args.extend(from.iter().map(String::as_str));
+    ok(&args);
+    for n in 0..=17 {
+        assert!(
+            level_bytes(&gathered, "awari", 6, n) == level_bytes(&single, "awari", 6, n),
+            "level {n} differs after the resumed build"
+        );
+    }
+}

@@ -166,6 +166,9 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
     };
     let comm = MpiComm::world(&universe);
     let (rank, ranks) = (comm.rank(), comm.size());
+    on_termination(format!(
+        "error: rank {rank} of {ranks} stopped: the job was ended (another rank died or mpirun was stopped); finished slices stay valid: rerun the same command to resume\n"
+    ));
     let root = args
         .db
         .dir()
@@ -228,5 +231,27 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
             eprintln!("error: rank {rank} of {ranks}: {}", e.one_line());
             comm.abort(1)
         }
+    }
+}
+
+/// What a rank says when `mpirun` ends the job under it (it sends SIGTERM to the ranks
+/// left when one dies): one line, instead of nothing.
+#[cfg(feature = "mpi")]
+fn on_termination(message: String) {
+    static MESSAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    extern "C" fn said(_: libc::c_int) {
+        if let Some(m) = MESSAGE.get() {
+            // SAFETY: write(2) and _exit(2) are async-signal-safe; the message was set
+            // before the handler was installed and is never changed.
+            unsafe {
+                libc::write(2, m.as_ptr().cast(), m.len());
+                libc::_exit(1);
+            }
+        }
+    }
+    let _ = MESSAGE.set(message);
+    // SAFETY: installs a handler that only calls async-signal-safe functions.
+    unsafe {
+        libc::signal(libc::SIGTERM, said as *const () as libc::sighandler_t);
     }
 }

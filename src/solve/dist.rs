@@ -75,6 +75,17 @@ pub fn solve_slice<C: Comm>(
     let mut count = vec![0u8; len];
     let mut value = vec![0u8; len];
     forward(comm, rules, index, n, lower, &mine, &mut count, &mut value);
+    // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
+    // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
+    let mut mask = [0u8; 16];
+    for &b in &value {
+        let t = (b as i8).unsigned_abs() as usize;
+        if (1..=n).contains(&t) {
+            mask[t / 8] |= 1 << (t % 8);
+        }
+    }
+    let masks = comm.exchange(vec![mask.to_vec(); ranks]);
+    let needed = |t: usize| masks.iter().any(|m| m[t / 8] & (1 << (t % 8)) != 0);
     let mut solver = Slice {
         rules,
         index,
@@ -86,7 +97,9 @@ pub fn solve_slice<C: Comm>(
         stack: Vec::new(),
     };
     for t in (1..=n as i8).rev() {
-        solver.threshold(comm, t);
+        if needed(t as usize) {
+            solver.threshold(comm, t);
+        }
     }
     (0..len)
         .map(|i| {
