@@ -164,7 +164,7 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
         "--dir",
         &per_rank,
     ];
-    let mut job = Command::new("mpirun")
+    let job = Command::new("mpirun")
         .args(["--oversubscribe", "-np", "3", BIN])
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
