@@ -13,15 +13,21 @@ mod common;
 use common::{ok, text, BIN};
 
 /// `mpirun -np ranks awari args...`, allowed to run as root and with more ranks than
-/// cores: whether it succeeded, its stdout and its stderr.
-fn mpirun(ranks: usize, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new("mpirun")
-        .args(["--oversubscribe", "-np", &ranks.to_string(), BIN])
+/// cores.
+fn mpirun_command(ranks: usize, args: &[&str]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-np", &ranks.to_string(), BIN])
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("mpirun (Open MPI's openmpi-bin) must be installed for the mpi tests");
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+const NO_MPIRUN: &str = "mpirun (Open MPI's openmpi-bin) must be installed for the mpi tests";
+
+/// Runs [`mpirun_command`]: whether it succeeded, its stdout and its stderr.
+fn mpirun(ranks: usize, args: &[&str]) -> (bool, String, String) {
+    let out = mpirun_command(ranks, args).output().expect(NO_MPIRUN);
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
@@ -164,15 +170,11 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
         "--dir",
         &per_rank,
     ];
-    let job = Command::new("mpirun")
-        .args(["--oversubscribe", "-np", "3", BIN])
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    let job = mpirun_command(3, &args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .expect(NO_MPIRUN);
     // Wait until level 13 is done everywhere, then kill rank 2's process mid-build.
     let started = std::time::Instant::now();
     let done = |r: usize| {

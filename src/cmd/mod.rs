@@ -95,15 +95,19 @@ pub struct LevelsArg {
 }
 
 impl LevelsArg {
-    /// The range asked for, if any. Parsed here rather than by clap, so that a bad range
-    /// is one `error:` line like every other error of the tool.
+    /// The range asked for, if any.
     pub fn range(&self) -> anyhow::Result<Option<RangeInclusive<usize>>> {
-        self.levels
-            .as_deref()
-            .map(awari::parse_levels)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!(e))
+        levels_range(self.levels.as_deref())
     }
+}
+
+/// A `--levels` range, if one was given. Parsed here rather than by clap, so that a bad
+/// range is one `error:` line like every other error of the tool.
+pub fn levels_range(levels: Option<&str>) -> anyhow::Result<Option<RangeInclusive<usize>>> {
+    levels
+        .map(awari::parse_levels)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!(e))
 }
 
 /// File formats of other programs (`export --format`, `import --format`).

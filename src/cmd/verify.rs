@@ -7,7 +7,7 @@ use clap::Args;
 
 use awari::{group, verify, LevelCheck, Mismatches, VerifyOptions};
 
-use super::{DbArgs, LevelsArg, Threads};
+use super::{levels_range, DbArgs, Threads};
 
 /// Check a built database: headers, checksums, and every stored value against the values
 /// of its moves; with --deep, also solve every level again by an independent method and
@@ -36,7 +36,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         deep,
         threads,
     } = args;
-    let levels = LevelsArg { levels }.range()?;
+    let levels = levels_range(levels.as_deref())?;
     let (pool, threads) = threads.pool()?;
     let opts = VerifyOptions {
         root: db.dir().to_path_buf(),

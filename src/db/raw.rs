@@ -85,24 +85,38 @@ impl Header {
     }
 
     fn decode_fields(h: &[u8]) -> std::result::Result<Header, String> {
+        Header::decode_layout(h, MAGIC, VERSION, 40, "an awari level file")
+    }
+
+    /// Decodes a header laid out as a raw level's (section 4): `magic`, format `version`,
+    /// the fields of bytes `0..40`, and a header checksum of bytes `0..checked` stored at
+    /// `checked` (40 for a raw level; a slice file's covers its own fields too). `what`
+    /// names the kind of file in errors.
+    pub(crate) fn decode_layout(
+        h: &[u8],
+        magic: [u8; 8],
+        version: u32,
+        checked: usize,
+        what: &str,
+    ) -> std::result::Result<Header, String> {
         if h.len() < PAYLOAD_OFFSET {
             return Err(format!(
                 "truncated: {} bytes, shorter than the {PAYLOAD_OFFSET}-byte header",
                 h.len()
             ));
         }
-        if h[0..8] != MAGIC {
-            return Err("not an awari level file (bad magic)".into());
+        if h[0..8] != magic {
+            return Err(format!("not {what} (bad magic)"));
         }
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
-        let version = u32_at(8);
-        if version != VERSION {
+        let found = u32_at(8);
+        if found != version {
             return Err(format!(
-                "format version {version}, this tool reads version {VERSION}"
+                "format version {found}, this tool reads version {version}"
             ));
         }
-        if u64_at(40) != xxh3_64(&h[0..40]) {
+        if u64_at(checked) != xxh3_64(&h[0..checked]) {
             return Err("damaged header (header checksum mismatch)".into());
         }
         if h[15] != 1 {

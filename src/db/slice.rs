@@ -31,7 +31,7 @@ use memmap2::Mmap;
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
 use crate::db::layout::Expect;
-use crate::db::raw::{Header, TmpFile, INDEX_ROMEIN_BAL, PAYLOAD_OFFSET};
+use crate::db::raw::{Header, TmpFile, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::rules::Rules;
 
@@ -97,39 +97,16 @@ impl SliceHeader {
     }
 
     fn decode(path: &Path, h: &[u8]) -> Result<SliceHeader> {
-        let bad = |p: String| Err(Error::format(path, p));
-        if h.len() < PAYLOAD_OFFSET {
-            return bad(format!(
-                "truncated: {} bytes, shorter than the {PAYLOAD_OFFSET}-byte header",
-                h.len()
-            ));
-        }
-        if h[0..8] != MAGIC {
-            return bad("not a slice of an awari level (bad magic)".into());
-        }
+        let level = Header::decode_layout(h, MAGIC, VERSION, 64, "a slice of an awari level")
+            .map_err(|problem| Error::format(path, problem))?;
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
-        if u32_at(8) != VERSION {
-            return bad(format!(
-                "format version {}, this tool reads version {VERSION}",
-                u32_at(8)
-            ));
-        }
-        if u64_at(64) != xxh3_64(&h[0..64]) {
-            return bad("damaged header (header checksum mismatch)".into());
-        }
-        if h[15] != 1 || h[14] != INDEX_ROMEIN_BAL || u32_at(20) as usize != PAYLOAD_OFFSET {
-            return bad("unfinished slice or unknown layout".into());
-        }
-        let Some(rules) = Rules::from_code(h[12]) else {
-            return bad(format!("unknown rule set {}", h[12]));
-        };
         Ok(SliceHeader {
-            rules,
-            pits: h[13] as usize,
-            seeds: u32_at(16) as usize,
-            positions: u64_at(24),
-            checksum: u64_at(32),
+            rules: level.rules,
+            pits: level.pits,
+            seeds: level.seeds,
+            positions: level.positions,
+            checksum: level.checksum,
             range: u64_at(40)..u64_at(48),
             ranks: u32_at(56) as usize,
             rank: u32_at(60) as usize,

@@ -86,18 +86,11 @@ pub fn build(
                 l.map(|l| l.into_checked_values(&done.below(n))).transpose()
             })
         };
-        let mut r = match found {
+        let (skipped, seconds, phases, stats) = match found {
             Ok(Some(level)) => {
-                let r = LevelReport {
-                    seeds: n,
-                    skipped: true,
-                    seconds: 0.0,
-                    phases: PhaseTimes::default(),
-                    stats: Outcomes::of(level.bytes()),
-                    peak_rss: None,
-                };
+                let stats = Outcomes::of(level.bytes());
                 done.offer(n, level);
-                r
+                (true, 0.0, PhaseTimes::default(), stats)
             }
             found => {
                 if let Err(e) = found {
@@ -121,17 +114,17 @@ pub fn build(
                     n,
                     Values::Mapped(RawLevel::open(&path, &want, Check::HeaderOnly)?),
                 );
-                LevelReport {
-                    seeds: n,
-                    skipped: false,
-                    seconds: t0.elapsed().as_secs_f64(),
-                    phases,
-                    stats,
-                    peak_rss: None,
-                }
+                (false, t0.elapsed().as_secs_f64(), phases, stats)
             }
         };
-        r.peak_rss = peak_rss();
+        let r = LevelReport {
+            seeds: n,
+            skipped,
+            seconds,
+            phases,
+            stats,
+            peak_rss: peak_rss(),
+        };
         report(&r);
         reports.push(r);
     }

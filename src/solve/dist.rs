@@ -22,7 +22,7 @@ use crate::game::index::Index;
 use crate::game::rules::{for_each_exit, for_each_unmove, Board, Exits, Rules};
 use crate::game::scan::NO_EXIT;
 use crate::solve::level::seed;
-use crate::solve::plan::slice;
+use crate::solve::plan::{largest_slice, slice};
 
 /// Positions per rank per forward round: bounds the request buffers.
 pub const ROUND: u64 = 1 << 16;
@@ -124,8 +124,9 @@ fn forward<C: Comm>(
     value: &mut [u8],
 ) {
     let ranks = comm.size();
-    let len = mine.end - mine.start;
-    let rounds = comm_max(comm, len.div_ceil(ROUND));
+    // Every rank takes part in as many rounds as the largest slice needs; each rank
+    // knows that number without asking.
+    let rounds = largest_slice(index.level_size(n), ranks).div_ceil(ROUND);
     // Per capture: the position (offset in the slice), the seeds taken, the owner and the
     // place of its request in the owner's buffer.
     let mut captures: Vec<(u32, u8, u32, u32)> = Vec::new();
@@ -180,15 +181,6 @@ fn forward<C: Comm>(
             value[at] = (value[at] as i8).max(v) as u8;
         }
     }
-}
-
-/// The largest `x` over all ranks: every rank sends `x` to every rank.
-fn comm_max<C: Comm>(comm: &C, x: u64) -> u64 {
-    let all = comm.exchange(vec![x.to_le_bytes().to_vec(); comm.size()]);
-    all.iter()
-        .map(|b| u64::from_le_bytes(b[..8].try_into().unwrap()))
-        .max()
-        .unwrap_or(x)
 }
 
 /// One rank's slice of the level being solved.

@@ -9,8 +9,9 @@
 //! that equation has other solutions than the true values.
 //!
 //! The deep check solves each level again by the threshold attractors of DESIGN.md section
-//! 2(a), every threshold at once, by forward sweeps that use only [`legal_moves`]: no
-//! un-moves, no counters, nothing of `solve.rs`. For a position `p` let `w(p)` be the
+//! 2(a), every threshold at once, by forward sweeps whose values come only from
+//! [`legal_moves`] (un-moves only choose which positions to sweep again): no counters,
+//! nothing of the builder's solver (`solve/level.rs`). For a position `p` let `w(p)` be the
 //! largest `t >= 1` such that the side to move can force a capture or game end worth
 //! `>= t` in finitely many moves (0 if none), and `l(p)` likewise for the opponent
 //! forcing `<= -t`. With `b(p)` the best exit (capture or game end) and `c` the in-level
