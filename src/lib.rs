@@ -70,7 +70,8 @@ pub mod dist {
     #[cfg(feature = "mpi")]
     pub use crate::solve::dist::mpi_comm::MpiComm;
     pub use crate::solve::dist::{
-        build_slices, owner, solve_slice, Comm, LowerSlices, SliceReport, ROUND,
+        build_slices, owner, solve_slice, Comm, DistOptions, LowerSlices, SliceReport, ROUND,
+        SEGMENT,
     };
     #[cfg(feature = "mpi")]
     pub use mpi;

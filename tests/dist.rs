@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use awari::dist::{build_slices, list_slices, Comm, LocalComm};
+use awari::dist::{build_slices, list_slices, Comm, DistOptions, LocalComm};
 use awari::{db_dir, level_path, Rules};
 
 mod common;
@@ -20,7 +20,16 @@ fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize) 
             .iter()
             .map(|comm| {
                 let dir = db_dir(&root.join(format!("rank{}", comm.rank())), rules, pits);
-                s.spawn(move || build_slices(comm, &dir, rules, pits, top, |_| {}).unwrap())
+                let opts = DistOptions {
+                    dir,
+                    rules,
+                    pits,
+                    max_seeds: top,
+                    check: true,
+                    ranks_here: ranks,
+                    command: "awari build (test)".into(),
+                };
+                s.spawn(move || build_slices(comm, &opts, |_| {}).unwrap())
             })
             .collect();
         for h in handles {

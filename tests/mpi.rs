@@ -1,5 +1,6 @@
 //! The build over MPI ranks for real: `mpirun -np R awari build --distributed` with a
-//! folder per rank, then `awari gather`: byte for byte the levels of `awari build`.
+//! folder per rank (or one shared), then `awari gather`: byte for byte the levels of
+//! `awari build`, whatever the ranks, their threads and the size of MPI's messages.
 //! Needs the `mpi` feature and `mpirun` (`.ci/run` installs Open MPI and runs these).
 
 #![cfg(feature = "mpi")]
@@ -14,9 +15,14 @@ use common::{ok, text, BIN};
 
 /// `mpirun -np ranks awari args...`, allowed to run as root and with more ranks than
 /// cores.
-fn mpirun_command(ranks: usize, args: &[&str]) -> Command {
+fn mpirun_command(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut c = Command::new("mpirun");
-    c.args(["--oversubscribe", "-np", &ranks.to_string(), BIN])
+    c.args(["--oversubscribe", "-np", &ranks.to_string()]);
+    // Passed on to every rank (`-x`).
+    for (k, v) in env {
+        c.env(k, v).args(["-x", k]);
+    }
+    c.arg(BIN)
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
@@ -27,7 +33,12 @@ const NO_MPIRUN: &str = "mpirun (Open MPI's openmpi-bin) must be installed for t
 
 /// Runs [`mpirun_command`]: whether it succeeded, its stdout and its stderr.
 fn mpirun(ranks: usize, args: &[&str]) -> (bool, String, String) {
-    let out = mpirun_command(ranks, args).output().expect(NO_MPIRUN);
+    mpirun_with(ranks, args, &[])
+}
+
+/// [`mpirun`] with environment variables `env` passed to the ranks.
+fn mpirun_with(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = mpirun_command(ranks, args, env).output().expect(NO_MPIRUN);
     (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
@@ -41,7 +52,7 @@ fn level_bytes(root: &Path, rules: &str, pits: usize, n: usize) -> Vec<u8> {
 
 #[test]
 fn ranks_build_the_single_process_levels() {
-    for (rules, pits, top) in [("awari", 6, 12), ("oware", 6, 12), ("awari", 4, 16)] {
+    for (rules, pits, top) in [("awari", 6, 16), ("oware", 6, 16), ("awari", 4, 20)] {
         let tmp = tempfile::tempdir().unwrap();
         let single = tmp.path().join("single");
         let (p, t) = (pits.to_string(), top.to_string());
@@ -54,7 +65,17 @@ fn ranks_build_the_single_process_levels() {
             let per_rank = format!("{}/rank{{rank}}", root.display());
             let mut args = vec!["build", "--distributed", "--dir", &per_rank];
             args.extend(common);
-            let (done, out, err) = mpirun(ranks, &args);
+            // Two threads per rank on two ranks; on three, messages cut into pieces of
+            // 4,000 bytes, many per exchange.
+            if ranks == 2 {
+                args.extend(["--threads", "2"]);
+            }
+            let env: &[(&str, &str)] = if ranks == 3 {
+                &[("AWARI_MPI_PIECE_BYTES", "4000")]
+            } else {
+                &[]
+            };
+            let (done, out, err) = mpirun_with(ranks, &args, env);
             assert!(done, "{out}{err}");
             assert!(
                 out.contains(&format!("total: {} levels over {ranks} rank(s)", top + 1)),
@@ -139,6 +160,90 @@ fn a_rerun_resumes_and_another_partition_is_refused() {
     );
 }
 
+#[test]
+fn ranks_sharing_a_folder_and_a_folder_held_by_another_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shared = tmp.path().join("shared");
+    let args = [
+        "build",
+        "--distributed",
+        "--max-seeds",
+        "12",
+        "--pits",
+        "4",
+        "--dir",
+        shared.to_str().unwrap(),
+    ];
+    let (done, out, err) = mpirun(2, &args);
+    assert!(done, "{out}{err}");
+    // Both ranks' slices in the one folder, and no lock left behind.
+    let dir = shared.join("awari-4");
+    let mut names: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let want: Vec<String> = (0..=12)
+        .flat_map(|n| (0..2).map(move |r| format!("level-{n:03}.{r}of2.aws")))
+        .collect();
+    assert_eq!(names, want);
+    let single = tmp.path().join("single");
+    ok(&[
+        "build",
+        "--max-seeds",
+        "12",
+        "--pits",
+        "4",
+        "--dir",
+        single.to_str().unwrap(),
+    ]);
+    let gathered = tmp.path().join("gathered");
+    ok(&[
+        "gather",
+        "--pits",
+        "4",
+        "--dir",
+        gathered.to_str().unwrap(),
+        "--from",
+        shared.to_str().unwrap(),
+    ]);
+    for n in 0..=12 {
+        assert!(level_bytes(&gathered, "awari", 4, n) == level_bytes(&single, "awari", 4, n));
+    }
+    // Another job holds rank 1's lock (flock(1) takes the same lock as the build): the
+    // build stops at once, rank 1 naming the holder, rank 0 saying why it stops too.
+    let lock = dir.join(".lock-rank1");
+    fs::write(&lock, "process 4242: the other job").unwrap();
+    let mut holder = Command::new("flock")
+        .args(["-n", lock.to_str().unwrap(), "-c", "echo held; sleep 60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("flock (util-linux) runs");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    let (done, out, err) = mpirun(2, &args);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!done, "{out}");
+    assert!(
+        err.contains("error: rank 1 of 2:")
+            && err.contains("in use by another process")
+            && err.contains("process 4242: the other job"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "error: rank 0 of 2: 1 other rank(s) found their folder held by another build"
+        ),
+        "{err}"
+    );
+}
+
 /// The pids of the children of `parent` (the ranks `mpirun` started on this machine).
 fn children(parent: u32) -> Vec<u32> {
     let mut out = Vec::new();
@@ -170,21 +275,22 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
         "--dir",
         &per_rank,
     ];
-    let job = mpirun_command(3, &args)
+    let job = mpirun_command(3, &args, &[])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect(NO_MPIRUN);
-    // Wait until level 13 is done everywhere, then kill rank 2's process mid-build.
+    // Wait until level 14 is done everywhere, then kill rank 2's process mid-build (in
+    // level 15).
     let started = std::time::Instant::now();
     let done = |r: usize| {
         tmp.path()
-            .join(format!("rank{r}/awari-6/level-013.{r}of3.aws"))
+            .join(format!("rank{r}/awari-6/level-014.{r}of3.aws"))
     };
     while !(0..3).all(|r| done(r).exists()) {
         assert!(
             started.elapsed().as_secs() < 120,
-            "the job never reached level 13"
+            "the job never reached level 15"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -209,7 +315,7 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
     let (done_again, out, err) = mpirun(3, &args);
     assert!(done_again, "{out}{err}");
     assert!(
-        out.lines().filter(|l| l.contains(" kept ")).count() >= 14,
+        out.lines().filter(|l| l.contains(" kept ")).count() >= 15,
         "{out}"
     );
     let single = tmp.path().join("single");

@@ -153,12 +153,20 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The ranks of this MPI job on this node, if `mpirun` says (Open MPI, MPICH).
+#[cfg(feature = "mpi")]
+fn ranks_here() -> Option<usize> {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+}
+
 /// `awari build` over the ranks of an MPI job: every rank builds its slices; rank 0
 /// prints the table. A rank that fails says so in one line and ends the whole job, so
 /// that no rank waits forever for it.
 #[cfg(feature = "mpi")]
 fn distributed(args: BuildArgs) -> anyhow::Result<()> {
-    use awari::dist::{build_slices, Comm, MpiComm, SliceReport};
+    use awari::dist::{build_slices, Comm, DistOptions, MpiComm, SliceReport};
     let Some((universe, _)) =
         awari::dist::mpi::initialize_with_threading(awari::dist::mpi::Threading::Funneled)
     else {
@@ -175,24 +183,36 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         .to_string_lossy()
         .replace("{rank}", &rank.to_string());
     let dir = awari::db_dir(std::path::Path::new(&root), args.db.rules, args.db.pits);
-    // The slice solver runs on the rank's own thread for now (--threads is not used).
+    // The threads of a rank: by default the node's cores shared by its ranks. They form
+    // the global pool, so that this thread, the only one that calls MPI (funneled),
+    // stays outside it.
+    let here = ranks_here().unwrap_or(1).max(1);
+    let threads = match args.threads.threads {
+        Some(0) => anyhow::bail!("--threads must be at least 1"),
+        Some(t) => t,
+        None => (std::thread::available_parallelism().map_or(1, |n| n.get()) / here).max(1),
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .context("cannot start the rank's threads")?;
     if rank == 0 {
         eprintln!(
-            "building {} levels 0..={} over {ranks} rank(s), {} pits per side, into {} (one thread per rank)",
+            "building {} levels 0..={} over {ranks} rank(s) ({here} on this node), {} pits per side, into {}, {threads} thread(s) per rank",
             args.db.rules,
             args.max_seeds,
             args.db.pits,
             dir.display()
         );
         println!(
-            "{:>5} {:>15} {:>15} {:>9} {:>14}",
-            "level", "positions", "slice", "seconds", "bytes sent"
+            "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}",
+            "level", "positions", "slice", "seconds", "bytes sent", "peak RSS"
         );
     }
     let print = |r: &SliceReport| {
         if rank == 0 {
             println!(
-                "{:>5} {:>15} {:>15} {:>9} {:>14}",
+                "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}",
                 r.seeds,
                 group(r.positions),
                 group(r.slice),
@@ -201,19 +221,22 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
                 } else {
                     format!("{:.2}", r.seconds)
                 },
-                group(r.bytes_sent)
+                group(r.bytes_sent),
+                r.peak_rss.map_or("?".to_string(), awari::plan::bytes)
             );
         }
     };
     let started = std::time::Instant::now();
-    let result = build_slices(
-        &comm,
-        &dir,
-        args.db.rules,
-        args.db.pits,
-        args.max_seeds,
-        print,
-    );
+    let opts = DistOptions {
+        dir,
+        rules: args.db.rules,
+        pits: args.db.pits,
+        max_seeds: args.max_seeds,
+        check: !args.no_check,
+        ranks_here: here,
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let result = build_slices(&comm, &opts, print);
     match result {
         Ok(reports) => {
             let sent: u64 = reports.iter().map(|r| r.bytes_sent).sum();

@@ -5,7 +5,8 @@
 //! so a killed build never leaves a folder locked (a `.lock` file it leaves behind is
 //! taken over by the next writer). The file holds who has the lock, so that a second
 //! writer can say who holds the folder, and is removed when the lock is given back, so
-//! that a finished folder holds only its levels.
+//! that a finished folder holds only its levels. Each rank of a distributed build holds
+//! a lock of its own, `<dir>/.lock-rank<r>`, since ranks may share a folder.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -31,7 +32,17 @@ impl DirLock {
     /// command, for the message a second writer gets). Fails at once, naming the process
     /// that holds it, if another process holds it.
     pub fn acquire(dir: &Path, what: &str) -> Result<DirLock> {
-        let path = lock_path(dir);
+        DirLock::acquire_file(dir, &lock_path(dir), what)
+    }
+
+    /// Takes the lock of rank `rank` of a distributed build on `dir`: ranks that share a
+    /// folder hold one lock each, and a second job's same rank is refused.
+    pub fn acquire_rank(dir: &Path, rank: usize, what: &str) -> Result<DirLock> {
+        DirLock::acquire_file(dir, &dir.join(format!(".lock-rank{rank}")), what)
+    }
+
+    fn acquire_file(dir: &Path, path: &Path, what: &str) -> Result<DirLock> {
+        let path = path.to_path_buf();
         // A holder that gives the lock back removes the file: a lock taken on a file
         // that is no longer the one at `path` is taken again on the new one.
         loop {

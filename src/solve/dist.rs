@@ -1,33 +1,51 @@
 //! Solving a level over `R` ranks that each hold one slice of it (DESIGN.md section 5.4),
 //! talking only through a [`Comm`]: MPI on a cluster, threads in the tests. The
-//! algorithm is section 5's, in bulk-synchronous rounds:
+//! algorithm is section 5's, in bulk-synchronous rounds, with the rank's rayon threads
+//! working inside each round (only the calling thread talks to the other ranks):
 //!
 //! - forward pass, in rounds of [`ROUND`] positions per rank: a rank generates the moves
-//!   of its positions, sends each capture's child index to the rank that owns it (one
-//!   message per destination and round), answers the requests it gets from its slices of
-//!   the lower levels, and takes the best exit from the answers;
-//! - backward pass, one threshold `t` at a time: a rank settles its seeds and drains its
-//!   own cascade; an update for a predecessor owned by another rank is kept in that
-//!   rank's outbox; then every rank exchanges its outboxes and applies what it got, which
-//!   may start new cascades. The threshold is done when a round sends nothing anywhere:
-//!   a global sum of the updates sent, equal on every rank, so all ranks stop together
-//!   and no update is lost or late.
+//!   of its positions; a capture whose child it holds is read at once, any other child
+//!   index is sent to the rank that owns it (one message per destination and round); it
+//!   answers the requests it gets from its slices of the lower levels, and takes the
+//!   best exit from the answers;
+//! - backward pass, one threshold `t` at a time, in rounds: a rank settles the seeds of
+//!   one segment of its slice (the first [`SEGMENT`] rounds) and drains the cascade
+//!   they start among its own positions (the single-process solver's code, with its
+//!   threads); an update for a predecessor owned by another rank goes to that rank's
+//!   outbox; then every rank exchanges its outboxes and applies what it got, which may
+//!   start new cascades. The threshold is done, once every segment is seeded, when a
+//!   round sends nothing anywhere: a global sum of the updates sent, equal on every
+//!   rank, so all ranks stop together and no update is lost or late.
 //!
 //! The values settled do not depend on the order (section 5.2), so the slices are those
-//! of the single-process build, whatever `R`.
+//! of the single-process build, whatever `R` and the threads of each rank.
 
 use std::ops::Range;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
 
 use crate::game::index::Index;
-use crate::game::rules::{for_each_exit, for_each_unmove, Board, Exits, Rules};
+use crate::game::rules::{for_each_exit, Exits, Rules};
 use crate::game::scan::NO_EXIT;
-use crate::solve::level::seed;
+use crate::solve::level::{Backward, State, Work, CHUNK};
 use crate::solve::plan::{largest_slice, slice};
+use crate::util::prefetch;
 
-/// Positions per rank per forward round: bounds the request buffers.
-pub const ROUND: u64 = 1 << 16;
+pub use crate::solve::level::owner;
 
-const SETTLED: u8 = 0x80;
+/// Positions per rank per forward round: bounds the request buffers. (Small in the unit
+/// tests, so that their small levels take many rounds.)
+pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
+
+/// Positions per rank whose seeds are settled in one backward round: bounds the outboxes
+/// of a round.
+pub const SEGMENT: u64 = if cfg!(test) { 1 << 13 } else { 1 << 22 };
+
+/// Local reads of lower-level values gathered before they are made, so that their cache
+/// misses overlap.
+const READ_BATCH: usize = 64;
 
 /// What a rank needs of the others: a personalised all-to-all and global sums, all
 /// collective (every rank calls them in the same order).
@@ -44,13 +62,6 @@ pub trait Comm {
     fn bytes_sent(&self) -> u64;
 }
 
-/// The rank that owns index `i` of a level of `size` positions cut into `ranks` slices
-/// (the largest `r` whose slice starts at or before `i`).
-#[inline]
-pub fn owner(i: u64, size: u64, ranks: usize) -> usize {
-    (((i as u128 + 1) * ranks as u128 - 1) / size as u128) as usize
-}
-
 /// This rank's slices of the finished levels: `values[m]` holds the indices
 /// `starts[m]..` of level `m`.
 pub struct LowerSlices<'a> {
@@ -60,59 +71,65 @@ pub struct LowerSlices<'a> {
     pub starts: Vec<u64>,
 }
 
-/// Solves this rank's slice of level `n`; returns its values in index order.
-pub fn solve_slice<C: Comm>(
+/// Solves this rank's slice of level `n` with the threads of the current rayon pool and
+/// calls `f` with its values in index order.
+pub fn solve_slice<C: Comm, T>(
     comm: &C,
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &LowerSlices,
-) -> Vec<u8> {
+    f: impl FnOnce(&[u8]) -> T,
+) -> T {
     let ranks = comm.size();
     let size = index.level_size(n);
     let mine = slice(size, ranks, comm.rank());
-    let len = (mine.end - mine.start) as usize;
-    let mut count = vec![0u8; len];
-    let mut value = vec![0u8; len];
-    forward(comm, rules, index, n, lower, &mine, &mut count, &mut value);
+    let mut state = State::new(mine.end - mine.start);
+    forward(comm, rules, index, n, lower, &mine, &state);
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
-    let mut mask = [0u8; 16];
-    for &b in &value {
-        let t = (b as i8).unsigned_abs() as usize;
-        if (1..=n).contains(&t) {
-            mask[t / 8] |= 1 << (t % 8);
-        }
-    }
+    let mask = state
+        .value
+        .par_chunks(CHUNK as usize)
+        .map(|part| {
+            let mut mask = [0u8; 16];
+            for b in part {
+                let t = (b.load(Relaxed) as i8).unsigned_abs() as usize;
+                if (1..=n).contains(&t) {
+                    mask[t / 8] |= 1 << (t % 8);
+                }
+            }
+            mask
+        })
+        .reduce(|| [0u8; 16], |a, b| std::array::from_fn(|k| a[k] | b[k]));
     let masks = comm.exchange(vec![mask.to_vec(); ranks]);
     let needed = |t: usize| masks.iter().any(|m| m[t / 8] & (1 << (t % 8)) != 0);
-    let mut solver = Slice {
+    let back = Backward {
         rules,
         index,
         n,
-        size,
-        mine: mine.clone(),
-        count,
-        value,
-        stack: Vec::new(),
+        state: &state,
+        base: mine.start,
+        ranks,
     };
     for t in (1..=n as i8).rev() {
         if needed(t as usize) {
-            solver.threshold(comm, t);
+            threshold(comm, &back, &mine, t);
         }
     }
-    (0..len)
-        .map(|i| {
-            if solver.count[i] & SETTLED != 0 {
-                solver.value[i]
-            } else {
-                0
-            }
-        })
-        .collect()
+    f(state.finish())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one task of a forward round asks of the other ranks.
+#[derive(Default)]
+struct Asked {
+    /// Per rank, the child indices asked, 8 bytes each: level `m` in the top byte.
+    requests: Vec<Vec<u8>>,
+    /// Per capture asked: the position (offset in the round), the seeds taken, the rank
+    /// asked and the place of the request in this task's buffer for it.
+    captures: Vec<(u32, u8, u32, u32)>,
+}
+
 fn forward<C: Comm>(
     comm: &C,
     rules: Rules,
@@ -120,164 +137,193 @@ fn forward<C: Comm>(
     n: usize,
     lower: &LowerSlices,
     mine: &Range<u64>,
-    count: &mut [u8],
-    value: &mut [u8],
+    state: &State,
 ) {
-    let ranks = comm.size();
+    let (rank, ranks) = (comm.rank(), comm.size());
     // Every rank takes part in as many rounds as the largest slice needs; each rank
     // knows that number without asking.
     let rounds = largest_slice(index.level_size(n), ranks).div_ceil(ROUND);
-    // Per capture: the position (offset in the slice), the seeds taken, the owner and the
-    // place of its request in the owner's buffer.
-    let mut captures: Vec<(u32, u8, u32, u32)> = Vec::new();
     for round in 0..rounds {
         let lo = (mine.start + round * ROUND).min(mine.end);
         let hi = (lo + ROUND).min(mine.end);
-        captures.clear();
+        let tasks: Vec<Asked> = (0..(hi - lo).div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let start = lo + c * CHUNK;
+                let end = (start + CHUNK).min(hi);
+                scan(
+                    rules,
+                    index,
+                    n,
+                    lower,
+                    mine,
+                    lo,
+                    start..end,
+                    state,
+                    rank,
+                    ranks,
+                )
+            })
+            .collect();
+        // One buffer per rank, the tasks' requests one after another.
+        let mut at = vec![vec![0u32; ranks]; tasks.len()];
         let mut requests = vec![Vec::new(); ranks];
-        if lo < hi {
-            let mut board = index.unrank(n, lo);
-            for i in lo..hi {
-                let at = (i - mine.start) as usize;
-                let exits = for_each_exit(&board, rules, |c, child| {
-                    let m = n - c as usize;
-                    let ci = index.rank_in(child, m);
-                    let o = owner(ci, index.level_size(m), ranks);
-                    let k = requests[o].len() / 8;
-                    requests[o].extend_from_slice(&(((m as u64) << 56) | ci).to_le_bytes());
-                    captures.push(((i - lo) as u32, c, o as u32, k as u32));
-                });
-                let (b, stay) = match exits {
-                    Exits::Terminal(v) => (v, 0),
-                    Exits::AllEnd => (n as i8, 0),
-                    Exits::Moves { stay } => (NO_EXIT, stay),
-                };
-                count[at] = stay;
-                value[at] = b as u8;
-                if i + 1 < hi {
-                    index.next(&mut board);
-                }
+        for (task, asked) in tasks.iter().enumerate() {
+            for (o, r) in asked.requests.iter().enumerate() {
+                at[task][o] = (requests[o].len() / 8) as u32;
+                requests[o].extend_from_slice(r);
             }
         }
         // Answer the requests for this rank's slices of the lower levels.
         let asked = comm.exchange(requests);
-        let answers: Vec<Vec<u8>> = asked
-            .iter()
-            .map(|buf| {
-                buf.chunks_exact(8)
-                    .map(|b| {
-                        let x = u64::from_le_bytes(b.try_into().unwrap());
-                        let (m, ci) = ((x >> 56) as usize, x & ((1 << 56) - 1));
-                        lower.values[m][(ci - lower.starts[m]) as usize]
-                    })
-                    .collect()
-            })
-            .collect();
+        let answers: Vec<Vec<u8>> = asked.iter().map(|buf| answer(buf, lower)).collect();
         let got = comm.exchange(answers);
-        for &(j, c, o, k) in &captures {
-            let at = (lo - mine.start) as usize + j as usize;
-            let v = c as i8 - got[o as usize][k as usize] as i8;
-            // Only positions with moves have captures: their exit starts at NO_EXIT.
-            value[at] = (value[at] as i8).max(v) as u8;
-        }
+        tasks.par_iter().enumerate().for_each(|(task, asked)| {
+            for &(j, c, o, k) in &asked.captures {
+                let cell = &state.value[(lo - mine.start) as usize + j as usize];
+                let v = c as i8 - got[o as usize][(at[task][o as usize] + k) as usize] as i8;
+                // Only positions with moves have captures: their exit starts at NO_EXIT.
+                if v > cell.load(Relaxed) as i8 {
+                    cell.store(v as u8, Relaxed);
+                }
+            }
+        });
     }
 }
 
-/// One rank's slice of the level being solved.
-struct Slice<'a> {
+/// The forward pass over the positions `range` of this rank's slice: count and best
+/// exit of each written to `state`, lower values held here read at once, the others
+/// asked.
+#[allow(clippy::too_many_arguments)]
+fn scan(
     rules: Rules,
-    index: &'a Index,
+    index: &Index,
     n: usize,
-    size: u64,
-    mine: Range<u64>,
-    count: Vec<u8>,
-    value: Vec<u8>,
-    /// Settled positions whose predecessors are still to be told: index, board, won.
-    stack: Vec<(u64, Board, bool)>,
+    lower: &LowerSlices,
+    mine: &Range<u64>,
+    lo: u64,
+    range: Range<u64>,
+    state: &State,
+    rank: usize,
+    ranks: usize,
+) -> Asked {
+    let mut asked = Asked {
+        requests: vec![Vec::new(); ranks],
+        captures: Vec::new(),
+    };
+    // Local reads waiting: the position (offset in the slice), the seeds taken, the
+    // level and the offset in this rank's slice of it.
+    let mut reads: Vec<(usize, u8, usize, usize)> = Vec::with_capacity(READ_BATCH + 12);
+    let mut board = index.unrank(n, range.start);
+    for i in range.clone() {
+        let at = (i - mine.start) as usize;
+        let exits = for_each_exit(&board, rules, |c, child| {
+            let m = n - c as usize;
+            let ci = index.rank_in(child, m);
+            let o = owner(ci, index.level_size(m), ranks);
+            if o == rank {
+                let off = (ci - lower.starts[m]) as usize;
+                prefetch(&lower.values[m][off]);
+                reads.push((at, c, m, off));
+            } else {
+                let k = asked.requests[o].len() / 8;
+                asked.requests[o].extend_from_slice(&(((m as u64) << 56) | ci).to_le_bytes());
+                asked
+                    .captures
+                    .push(((i - lo) as u32, c, o as u32, k as u32));
+            }
+        });
+        let (b, stay) = match exits {
+            Exits::Terminal(v) => (v, 0),
+            Exits::AllEnd => (n as i8, 0),
+            Exits::Moves { stay } => (NO_EXIT, stay),
+        };
+        state.count[at].store(stay, Relaxed);
+        state.value[at].store(b as u8, Relaxed);
+        if reads.len() >= READ_BATCH || i + 1 == range.end {
+            for &(at, c, m, off) in &reads {
+                let cell = &state.value[at];
+                let v = c as i8 - lower.values[m][off] as i8;
+                if v > cell.load(Relaxed) as i8 {
+                    cell.store(v as u8, Relaxed);
+                }
+            }
+            reads.clear();
+        }
+        if i + 1 < range.end {
+            index.next(&mut board);
+        }
+    }
+    asked
 }
 
-impl Slice<'_> {
-    fn settle(&mut self, i: u64, v: i8) -> bool {
-        let at = (i - self.mine.start) as usize;
-        if self.count[at] & SETTLED != 0 {
-            return false;
-        }
-        self.count[at] |= SETTLED;
-        self.value[at] = v as u8;
-        true
-    }
-
-    /// A settled child of `q` (index `qi`, owned here) at threshold `t`.
-    fn update(&mut self, qi: u64, q: Option<Board>, won: bool, t: i8) {
-        let at = (qi - self.mine.start) as usize;
-        if self.count[at] & SETTLED != 0 {
-            return;
-        }
-        let (index, n) = (self.index, self.n);
-        let board = || q.unwrap_or_else(|| index.unrank(n, qi));
-        if !won {
-            // The child is lost for its side to move: q wins by moving there.
-            let q = board();
-            if self.settle(qi, t) {
-                self.stack.push((qi, q, true));
-            }
-            return;
-        }
-        self.count[at] -= 1;
-        let b = self.value[at] as i8;
-        if self.count[at] == 0 && b <= -t {
-            let q = board();
-            if self.settle(qi, -t) {
-                self.stack.push((qi, q, false));
-            }
-        }
-    }
-
-    fn threshold<C: Comm>(&mut self, comm: &C, t: i8) {
-        let ranks = comm.size();
-        for i in self.mine.clone() {
-            let at = (i - self.mine.start) as usize;
-            let (k, b) = (self.count[at], self.value[at] as i8);
-            if k & SETTLED != 0 {
-                continue;
-            }
-            let Some(won) = seed(k, b, t) else {
-                continue;
+/// The values of the lower-level positions another rank asked for, in its order.
+fn answer(buf: &[u8], lower: &LowerSlices) -> Vec<u8> {
+    let parts: Vec<Vec<u8>> = buf
+        .par_chunks(8 * CHUNK as usize)
+        .map(|part| {
+            let mut out = Vec::with_capacity(part.len() / 8);
+            let at = |b: &[u8]| {
+                let x = u64::from_le_bytes(b.try_into().unwrap());
+                let (m, ci) = ((x >> 56) as usize, x & ((1 << 56) - 1));
+                (m, (ci - lower.starts[m]) as usize)
             };
-            if self.settle(i, if won { t } else { -t }) {
-                self.stack.push((i, self.index.unrank(self.n, i), won));
+            for batch in part.chunks(8 * READ_BATCH) {
+                for b in batch.chunks_exact(8) {
+                    let (m, off) = at(b);
+                    prefetch(&lower.values[m][off]);
+                }
+                for b in batch.chunks_exact(8) {
+                    let (m, off) = at(b);
+                    out.push(lower.values[m][off]);
+                }
             }
+            out
+        })
+        .collect();
+    parts.concat()
+}
+
+/// The backward pass of threshold `t` over this rank's slice, in rounds until no rank
+/// has anything left to send.
+fn threshold<C: Comm>(comm: &C, back: &Backward, mine: &Range<u64>, t: i8) {
+    let ranks = comm.size();
+    let segments = largest_slice(back.index.level_size(back.n), ranks).div_ceil(SEGMENT);
+    // The outboxes of the round, filled by the tasks as they end.
+    let sink: Mutex<Work> = Mutex::new(Work::default());
+    let flush = |work: &mut Work| {
+        if work.outbox.iter().any(|b| !b.is_empty()) {
+            sink.lock().unwrap().merge(std::mem::take(&mut work.outbox));
         }
-        loop {
-            let mut outbox = vec![Vec::new(); ranks];
-            let mut sent = 0u64;
-            while let Some((_, board, won)) = self.stack.pop() {
-                let mut preds: Vec<(u64, Board)> = Vec::new();
-                for_each_unmove(&board, self.rules, |q, stored| {
-                    if stored {
-                        preds.push((self.index.rank_in(q, self.n), *q));
-                    }
+    };
+    let mut round = 0;
+    loop {
+        if round < segments {
+            let lo = (mine.start + round * SEGMENT).min(mine.end);
+            let hi = (lo + SEGMENT).min(mine.end);
+            (0..(hi - lo).div_ceil(CHUNK))
+                .into_par_iter()
+                .for_each_init(Work::default, |work, c| {
+                    let start = lo + c * CHUNK;
+                    back.seed_range(t, start..(start + CHUNK).min(hi), work);
+                    flush(work);
                 });
-                for (qi, q) in preds {
-                    let o = owner(qi, self.size, ranks);
-                    if o == comm.rank() {
-                        self.update(qi, Some(q), won, t);
-                    } else {
-                        outbox[o].extend_from_slice(&(qi | (won as u64) << 63).to_le_bytes());
-                        sent += 1;
-                    }
-                }
-            }
-            if comm.sum(sent) == 0 {
-                return;
-            }
-            for buf in comm.exchange(outbox) {
-                for b in buf.chunks_exact(8) {
-                    let x = u64::from_le_bytes(b.try_into().unwrap());
-                    self.update(x & !(1 << 63), None, x >> 63 == 1, t);
-                }
-            }
         }
+        let mut outbox = std::mem::take(&mut sink.lock().unwrap().outbox);
+        outbox.resize(ranks, Vec::new());
+        let sent: u64 = outbox.iter().map(|b| b.len() as u64 / 8).sum();
+        // Every rank knows `segments`, so all ask for the sum in the same rounds.
+        if round + 1 >= segments && comm.sum(sent) == 0 {
+            return;
+        }
+        let got = comm.exchange(outbox);
+        got.par_iter()
+            .flat_map(|buf| buf.par_chunks(8 * CHUNK as usize))
+            .for_each_init(Work::default, |work, updates| {
+                back.apply(t, updates, work);
+                flush(work);
+            });
+        round += 1;
     }
 }
 
@@ -296,42 +342,86 @@ pub struct SliceReport {
     pub seconds: f64,
     /// Bytes this rank sent for the level.
     pub bytes_sent: u64,
+    /// This rank's peak resident memory so far, where the system says.
+    pub peak_rss: Option<u64>,
+}
+
+/// What a rank of a distributed build builds, and where.
+#[derive(Clone, Debug)]
+pub struct DistOptions {
+    /// This rank's database folder (its own, or one shared by the ranks).
+    pub dir: std::path::PathBuf,
+    /// The rule set.
+    pub rules: Rules,
+    /// Pits per side.
+    pub pits: usize,
+    /// The highest level to build.
+    pub max_seeds: usize,
+    /// Check before each level that this rank's slice fits its share of the node's free
+    /// memory and the free disk under `dir`, and stop every rank if one does not.
+    pub check: bool,
+    /// Ranks running on this rank's node, which share its memory.
+    pub ranks_here: usize,
+    /// The command, for the lock file (what a second build into the folder is told).
+    pub command: String,
 }
 
 /// Builds levels `0..=max_seeds` of the database `rules`-`pits` over the ranks of
-/// `comm`, this rank keeping its slices in `dir` (a database folder of its own, or one
-/// shared by the ranks). A level whose slices are complete on every rank is kept; any
-/// other is built again by all. Slices of a build over another number of ranks in `dir`
-/// are refused before anything is done.
+/// `comm`, this rank keeping its slices in `opts.dir`. A level whose slices are complete
+/// on every rank is kept; any other is built again by all. Slices of a build over
+/// another number of ranks in the folder are refused before anything is done, and so is
+/// a folder where another build holds this rank's lock.
 pub fn build_slices<C: Comm>(
     comm: &C,
-    dir: &std::path::Path,
-    rules: Rules,
-    pits: usize,
-    max_seeds: usize,
+    opts: &DistOptions,
     mut report: impl FnMut(&SliceReport),
 ) -> crate::error::Result<Vec<SliceReport>> {
     use crate::db::layout::Expect;
+    use crate::db::lock::DirLock;
     use crate::db::slice::{list_slices, slice_path, write_slice, SliceLevel};
     use crate::error::Error;
+    use crate::solve::plan::check_slice_fits;
     let (rank, ranks) = (comm.rank(), comm.size());
+    let DistOptions {
+        dir,
+        rules,
+        pits,
+        max_seeds,
+        ..
+    } = opts;
+    let (dir, rules, pits, max_seeds) = (dir.as_path(), *rules, *pits, *max_seeds);
     let index = Index::new(pits, max_seeds)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    // Every rank learns whether all could start, so that all stop alike.
+    let together = |mine: crate::error::Result<()>, what: &str| {
+        let failed = comm.sum(mine.is_err() as u64);
+        match mine {
+            Err(e) => Err(e),
+            Ok(()) if failed > 0 => Err(Error::Input(format!(
+                "{failed} other rank(s) {what}; their lines say why"
+            ))),
+            Ok(()) => Ok(()),
+        }
+    };
+    let what = format!("rank {rank} of {ranks}: {}", opts.command);
+    let (_lock, locked) = match DirLock::acquire_rank(dir, rank, &what) {
+        Ok(lock) => (Some(lock), Ok(())),
+        Err(e) => (None, Err(e)),
+    };
+    together(locked, "found their folder held by another build")?;
     // Slices of another partition would be read as this one's: refuse them, on every
     // rank at once.
     let foreign = list_slices(dir)?.into_iter().find(|&(_, _, r)| r != ranks);
-    let refused = comm.sum(foreign.is_some() as u64);
-    if let Some((n, r, rs)) = foreign {
-        return Err(Error::Input(format!(
-            "{} holds slices of a build over {rs} ranks (level {n}, rank {r}); this build has {ranks}: use another folder, or run with {rs} ranks",
-            dir.display()
-        )));
-    }
-    if refused > 0 {
-        return Err(Error::Input(format!(
-            "another rank's folder holds slices of a build over another number of ranks than {ranks}"
-        )));
-    }
+    together(
+        match foreign {
+            Some((n, r, rs)) => Err(Error::Input(format!(
+                "{} holds slices of a build over {rs} ranks (level {n}, rank {r}); this build has {ranks}: use another folder, or run with {rs} ranks",
+                dir.display()
+            ))),
+            None => Ok(()),
+        },
+        "found slices of a build over another number of ranks",
+    )?;
     let mut done: Vec<SliceLevel> = Vec::new();
     let mut starts = Vec::new();
     let mut reports = Vec::new();
@@ -346,22 +436,29 @@ pub fn build_slices<C: Comm>(
         let level = match found {
             Some(level) if everywhere => level,
             _ => {
+                let fits = if opts.check {
+                    check_slice_fits(dir, n, range.end - range.start, opts.ranks_here)
+                } else {
+                    Ok(())
+                };
+                together(fits, &format!("lack the memory or disk for level {n}"))?;
                 let lower = LowerSlices {
                     values: done.iter().map(|s| s.bytes()).collect(),
                     starts: starts.clone(),
                 };
-                let values = solve_slice(comm, rules, &index, n, &lower);
-                write_slice(
-                    &path,
-                    rules,
-                    pits,
-                    n,
-                    expect.positions,
-                    rank,
-                    ranks,
-                    range.clone(),
-                    &values,
-                )?;
+                solve_slice(comm, rules, &index, n, &lower, |values| {
+                    write_slice(
+                        &path,
+                        rules,
+                        pits,
+                        n,
+                        expect.positions,
+                        rank,
+                        ranks,
+                        range.clone(),
+                        values,
+                    )
+                })?;
                 SliceLevel::open(&path, &expect, rank, ranks, range.clone())?
             }
         };
@@ -372,6 +469,7 @@ pub fn build_slices<C: Comm>(
             kept: everywhere,
             seconds: t0.elapsed().as_secs_f64(),
             bytes_sent: comm.bytes_sent() - sent0,
+            peak_rss: crate::util::peak_rss(),
         };
         report(&r);
         reports.push(r);
@@ -397,14 +495,35 @@ pub mod mpi_comm {
     pub struct MpiComm {
         world: mpi::topology::SimpleCommunicator,
         sent: AtomicU64,
+        /// The largest piece of a message sent in one collective.
+        piece: u64,
+    }
+
+    /// Where each of `counts` starts when they are laid one after another, and the end.
+    fn displacements(counts: &[mpi::Count]) -> Vec<mpi::Count> {
+        let mut at = 0;
+        let mut d = Vec::with_capacity(counts.len() + 1);
+        for &c in counts {
+            d.push(at);
+            at += c;
+        }
+        d.push(at);
+        d
     }
 
     impl MpiComm {
         /// The world communicator of the job `universe` belongs to.
         pub fn world(universe: &mpi::environment::Universe) -> MpiComm {
+            // AWARI_MPI_PIECE_BYTES makes the pieces small, for the tests of messages
+            // sent in several pieces.
+            let piece = std::env::var("AWARI_MPI_PIECE_BYTES")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1 << 30);
             MpiComm {
                 world: universe.world(),
                 sent: AtomicU64::new(0),
+                piece,
             }
         }
 
@@ -426,39 +545,54 @@ pub mod mpi_comm {
 
         fn exchange(&self, send: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
             let size = self.size();
-            let count = |b: &Vec<u8>| {
-                mpi::Count::try_from(b.len())
-                    .expect("a message under 2 GiB (MPI counts are 32-bit)")
+            let lens: Vec<u64> = send.iter().map(|b| b.len() as u64).collect();
+            let mut recv_lens = vec![0u64; size];
+            self.world.all_to_all_into(&lens[..], &mut recv_lens[..]);
+            // MPI's counts and displacements are 32-bit: a message of 2 GiB or more, or
+            // a round whose messages add up to that, goes in pieces of at most `piece`
+            // bytes per pair of ranks, as many rounds as the longest message needs.
+            let piece = self.piece.min(i32::MAX as u64 / size as u64).max(1);
+            let longest = lens.iter().chain(&recv_lens).max().copied().unwrap_or(0);
+            let mut rounds = 0u64;
+            self.world.all_reduce_into(
+                &longest.div_ceil(piece),
+                &mut rounds,
+                SystemOperation::max(),
+            );
+            let mut got: Vec<Vec<u8>> = recv_lens
+                .iter()
+                .map(|&l| Vec::with_capacity(l as usize))
+                .collect();
+            let part = |len: u64, k: u64| (k * piece).min(len)..((k + 1) * piece).min(len);
+            // At most `piece`, so below 2^31.
+            let count = |len: u64, k: u64| {
+                let r = part(len, k);
+                (r.end - r.start) as mpi::Count
             };
-            let counts: Vec<mpi::Count> = send.iter().map(count).collect();
-            let mut recv_counts = vec![0 as mpi::Count; size];
-            self.world
-                .all_to_all_into(&counts[..], &mut recv_counts[..]);
-            let displs = |c: &[mpi::Count]| -> Vec<mpi::Count> {
-                c.iter()
-                    .scan(0, |at, &n| {
-                        let d = *at;
-                        *at += n;
-                        Some(d)
-                    })
-                    .collect()
-            };
-            let (sd, rd) = (displs(&counts), displs(&recv_counts));
-            let mut flat: Vec<u8> = send.concat();
-            self.sent.fetch_add(flat.len() as u64, Relaxed);
-            let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
-            // One spare byte each: two empty vectors share one dangling address, which
-            // MPI takes for the same buffer given twice and refuses.
-            flat.push(0);
-            let mut buf = vec![0u8; total + 1];
-            {
-                let out = Partition::new(&flat[..], &counts[..], &sd[..]);
-                let mut inp = PartitionMut::new(&mut buf[..], &recv_counts[..], &rd[..]);
-                self.world.all_to_all_varcount_into(&out, &mut inp);
+            for k in 0..rounds {
+                let counts: Vec<mpi::Count> = lens.iter().map(|&l| count(l, k)).collect();
+                let recv_counts: Vec<mpi::Count> = recv_lens.iter().map(|&l| count(l, k)).collect();
+                let (sd, rd) = (displacements(&counts), displacements(&recv_counts));
+                let mut flat: Vec<u8> = Vec::with_capacity(sd[size] as usize + 1);
+                for (s, b) in send.iter().enumerate() {
+                    let r = part(lens[s], k);
+                    flat.extend_from_slice(&b[r.start as usize..r.end as usize]);
+                }
+                self.sent.fetch_add(flat.len() as u64, Relaxed);
+                // One spare byte each: two empty vectors share one dangling address,
+                // which MPI takes for the same buffer given twice and refuses.
+                flat.push(0);
+                let mut buf = vec![0u8; rd[size] as usize + 1];
+                {
+                    let out = Partition::new(&flat[..], &counts[..], &sd[..size]);
+                    let mut inp = PartitionMut::new(&mut buf[..], &recv_counts[..], &rd[..size]);
+                    self.world.all_to_all_varcount_into(&out, &mut inp);
+                }
+                for (r, g) in got.iter_mut().enumerate() {
+                    g.extend_from_slice(&buf[rd[r] as usize..rd[r + 1] as usize]);
+                }
             }
-            (0..size)
-                .map(|r| buf[rd[r] as usize..(rd[r] + recv_counts[r]) as usize].to_vec())
-                .collect()
+            got
         }
 
         fn sum(&self, x: u64) -> u64 {
@@ -578,7 +712,7 @@ mod tests {
                                 values: mine.iter().map(|v| v.as_slice()).collect(),
                                 starts: starts.clone(),
                             };
-                            let values = solve_slice(comm, rules, index, n, &lower);
+                            let values = solve_slice(comm, rules, index, n, &lower, |v| v.to_vec());
                             starts.push(slice(index.level_size(n), ranks, comm.rank()).start);
                             mine.push(values);
                         }
@@ -651,7 +785,16 @@ mod tests {
                     .iter()
                     .map(|comm| {
                         let dir = rank_dir(comm.rank());
-                        s.spawn(move || build_slices(comm, &dir, rules, pits, top, |_| {}))
+                        let opts = DistOptions {
+                            dir,
+                            rules,
+                            pits,
+                            max_seeds: top,
+                            check: true,
+                            ranks_here: ranks,
+                            command: "test".into(),
+                        };
+                        s.spawn(move || build_slices(comm, &opts, |_| {}))
                     })
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
@@ -684,6 +827,24 @@ mod tests {
             let r = r.unwrap();
             assert!(r[..9].iter().all(|l| l.kept) && !r[9].kept && r[10].kept);
         }
+        // A rank whose folder another build holds stops, and every rank with it.
+        let held =
+            crate::db::lock::DirLock::acquire_rank(&rank_dir(1), 1, "the other job").unwrap();
+        let said: Vec<String> = run(3)
+            .into_iter()
+            .map(|r| r.unwrap_err().to_string())
+            .collect();
+        assert!(
+            said[1].contains("in use by another process") && said[1].contains("the other job"),
+            "{}",
+            said[1]
+        );
+        assert!(
+            said[0].contains("1 other rank(s) found their folder held"),
+            "{}",
+            said[0]
+        );
+        drop(held);
         // Another number of ranks over these slices is refused, on every rank.
         for r in run(2) {
             let e = r.unwrap_err().to_string();

@@ -9,6 +9,7 @@
 //! value byte only when it settles a position (or a count runs out), so the arrays are
 //! kept apart: the randomly read one is half the size. Lower levels are only read.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -23,7 +24,7 @@ const SETTLED: u8 = 0x80;
 const COUNT_MASK: u8 = 0x0f;
 /// Positions handled per parallel task: large enough to amortise an unrank, small enough
 /// to balance two to a few dozen threads.
-const CHUNK: u64 = 1 << 14;
+pub(crate) const CHUNK: u64 = 1 << 14;
 /// Settled positions whose predecessors are generated before their states are updated.
 const BACKWARD_BATCH: usize = 16;
 /// A stack of settled positions this long is split between threads.
@@ -120,6 +121,8 @@ pub fn solve_level<L: Lower + ?Sized>(
         index,
         n,
         state: &state,
+        base: 0,
+        ranks: 1,
     };
     for t in (1..=n as i8).rev() {
         if hist[t as u8 as usize].load(Relaxed) == 0 && hist[(-t) as u8 as usize].load(Relaxed) == 0
@@ -131,22 +134,7 @@ pub fn solve_level<L: Lower + ?Sized>(
             .for_each_init(Work::default, |work, c| {
                 let start = c * CHUNK;
                 let end = (start + CHUNK).min(size);
-                let mut settled = 0u64;
-                for i in start..end {
-                    let k = state.count[i as usize].load(Relaxed);
-                    if k & SETTLED != 0 {
-                        continue;
-                    }
-                    let b = state.value[i as usize].load(Relaxed) as i8;
-                    let Some(won) = seed(k, b, t) else {
-                        continue;
-                    };
-                    if solver.settle(i, if won { t } else { -t }) {
-                        work.stack.push((i, index.unrank(n, i), won));
-                        settled += solver.drain(t, work);
-                    }
-                }
-                progress.inc(settled);
+                progress.inc(solver.seed_range(t, start..end, work));
             });
     }
     let times = PhaseTimes {
@@ -160,13 +148,13 @@ pub fn solve_level<L: Lower + ?Sized>(
 /// It is asked for huge pages: the backward pass reads it at random, and with 4 KiB pages
 /// nearly every such read would also miss the TLB.
 pub struct State {
-    _map: memmap2::MmapMut,
-    count: &'static [AtomicU8],
-    value: &'static [AtomicU8],
+    map: memmap2::MmapMut,
+    pub(crate) count: &'static [AtomicU8],
+    pub(crate) value: &'static [AtomicU8],
 }
 
 impl State {
-    fn new(len: u64) -> State {
+    pub(crate) fn new(len: u64) -> State {
         let len = len as usize;
         let bytes = (2 * len).max(1);
         let map = memmap2::MmapMut::map_anon(bytes)
@@ -183,15 +171,23 @@ impl State {
                 std::slice::from_raw_parts(ptr.add(len), len),
             )
         };
-        State {
-            _map: map,
-            count,
-            value,
-        }
+        State { map, count, value }
     }
 
     pub fn len(&self) -> usize {
         self.count.len()
+    }
+
+    /// Turns every value into the final one ([`State::final_value`]) in place, and
+    /// returns them: the level's payload, without a copy.
+    pub(crate) fn finish(&mut self) -> &[u8] {
+        let len = self.len();
+        self.value.par_iter().zip(self.count).for_each(|(v, k)| {
+            if k.load(Relaxed) & SETTLED == 0 {
+                v.store(0, Relaxed);
+            }
+        });
+        &self.map[len..2 * len]
     }
 
     /// The final value of position `i`: its settled value, or 0 (a draw) if never
@@ -231,43 +227,134 @@ pub struct PhaseTimes {
 
 /// Per-thread buffers of the backward pass, reused across tasks.
 #[derive(Default)]
-struct Work {
+pub(crate) struct Work {
     /// Settled positions whose predecessors are still to be told: index, board, and
     /// whether it is won for its side to move.
     stack: Vec<(u64, Board, bool)>,
     /// Predecessors of a batch of settled positions: index, board, and whether the
     /// settled child is won for its side to move.
     pending: Vec<(u64, Board, bool)>,
+    /// Updates for predecessors held by other ranks, per rank: the index with the child's
+    /// "won" in the top bit, 8 bytes little-endian (empty in a single process).
+    pub(crate) outbox: Vec<Vec<u8>>,
 }
 
-struct Backward<'a> {
-    rules: Rules,
-    index: &'a Index,
+/// The backward pass over the positions `base..base + state.len()` of level `n`: the
+/// whole level in a single process, one rank's slice in a distributed build. An update
+/// for a predecessor outside goes to the outbox of the rank that owns it.
+pub(crate) struct Backward<'a> {
+    pub(crate) rules: Rules,
+    pub(crate) index: &'a Index,
     /// The level: seeds on every board.
-    n: usize,
-    state: &'a State,
+    pub(crate) n: usize,
+    pub(crate) state: &'a State,
+    /// The first index `state` holds.
+    pub(crate) base: u64,
+    /// Ranks the level is cut into (1 in a single process).
+    pub(crate) ranks: usize,
 }
 
 impl Backward<'_> {
-    /// Settles position `i` at value `v` unless it is settled already.
+    /// Settles the position at `at` in the state at value `v` unless it is settled
+    /// already.
     #[inline]
-    fn settle(&self, i: u64, v: i8) -> bool {
-        let i = i as usize;
-        let prev = self.state.count[i].fetch_or(SETTLED, Relaxed);
+    fn settle(&self, at: usize, v: i8) -> bool {
+        let prev = self.state.count[at].fetch_or(SETTLED, Relaxed);
         if prev & SETTLED != 0 {
             return false;
         }
         // Only the thread that set the mark writes the value. Readers of an unsettled
         // position's exit value that race with this write only try to settle it, and
         // fail on the mark.
-        self.state.value[i].store(v as u8, Relaxed);
+        self.state.value[at].store(v as u8, Relaxed);
         true
     }
 
+    /// Settles the positions of `range` (indices of the level, held here) that threshold
+    /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
+    pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
+        let mut settled = 0;
+        for i in range {
+            let at = (i - self.base) as usize;
+            let k = self.state.count[at].load(Relaxed);
+            if k & SETTLED != 0 {
+                continue;
+            }
+            let b = self.state.value[at].load(Relaxed) as i8;
+            let Some(won) = seed(k, b, t) else {
+                continue;
+            };
+            if self.settle(at, if won { t } else { -t }) {
+                work.stack.push((i, self.index.unrank(self.n, i), won));
+                settled += self.drain(t, work);
+            }
+        }
+        settled
+    }
+
+    /// Applies updates that other ranks sent (entries of [`Work::outbox`] for this rank),
+    /// and everything they settle here in turn. Returns the positions handled.
+    pub(crate) fn apply(&self, t: i8, updates: &[u8], work: &mut Work) -> u64 {
+        let mut settled = 0;
+        for batch in updates.chunks(8 * BACKWARD_BATCH) {
+            for u in batch.chunks_exact(8) {
+                let qi = u64::from_le_bytes(u.try_into().unwrap()) & !(1 << 63);
+                prefetch(&self.state.count[(qi - self.base) as usize]);
+            }
+            for u in batch.chunks_exact(8) {
+                let x = u64::from_le_bytes(u.try_into().unwrap());
+                let qi = x & !(1 << 63);
+                let (index, n) = (self.index, self.n);
+                self.update(qi, || index.unrank(n, qi), x >> 63 == 1, t, &mut work.stack);
+            }
+            settled += self.drain(t, work);
+        }
+        settled
+    }
+
+    /// Tells position `qi` (held here) that a child of it settled at threshold `t`, won
+    /// or lost for the child's side to move; a position this settles goes on `stack`
+    /// with its board.
+    #[inline]
+    fn update(
+        &self,
+        qi: u64,
+        board: impl FnOnce() -> Board,
+        won: bool,
+        t: i8,
+        stack: &mut Vec<(u64, Board, bool)>,
+    ) {
+        let at = (qi - self.base) as usize;
+        let cell = &self.state.count[at];
+        if cell.load(Relaxed) & SETTLED != 0 {
+            return;
+        }
+        if !won {
+            // The child is lost for its side to move: q wins by moving there.
+            if self.settle(at, t) {
+                stack.push((qi, board(), true));
+            }
+            return;
+        }
+        // The child is won (>= t): one more move of q is known to give q at most -t.
+        let old = cell.fetch_sub(1, Relaxed);
+        if old & SETTLED == 0 && old & COUNT_MASK == 1 {
+            // Every in-level move of q now gives at most -t; q is lost now unless an
+            // exit is better (then it is settled by the threshold scan at -b, or is a
+            // draw or a win by its exit).
+            let b = self.state.value[at].load(Relaxed) as i8;
+            if b <= -t && self.settle(at, -t) {
+                stack.push((qi, board(), false));
+            }
+        }
+    }
+
     /// Propagates every settled position on the stack to its predecessors at threshold
-    /// `t` until nothing more is settled. Returns the positions handled.
+    /// `t` until nothing more is settled here. Returns the positions handled.
     fn drain(&self, t: i8, work: &mut Work) -> u64 {
         let count = self.state.count;
+        let held = count.len() as u64;
+        let size = self.index.level_size(self.n);
         let mut done = 0;
         while !work.stack.is_empty() {
             if work.stack.len() >= SPLIT_AT {
@@ -275,19 +362,24 @@ impl Backward<'_> {
                 // out of chunks (level 20: no speed-up at all from a second thread).
                 // Hand half of it to rayon, which lets an idle thread take it.
                 let half = work.stack.split_off(work.stack.len() / 2);
-                let (a, b) = rayon::join(
+                let ((a, outbox), b) = rayon::join(
                     || {
                         let mut other = Work {
                             stack: half,
-                            pending: Vec::new(),
+                            ..Work::default()
                         };
-                        self.drain(t, &mut other)
+                        (self.drain(t, &mut other), other.outbox)
                     },
                     || self.drain(t, work),
                 );
+                work.merge(outbox);
                 return done + a + b;
             }
-            let Work { stack, pending } = &mut *work;
+            let Work {
+                stack,
+                pending,
+                outbox,
+            } = &mut *work;
             // Generate the predecessors of a batch and prefetch their count bytes, then
             // update them: the cache misses of the batch overlap instead of queueing.
             pending.clear();
@@ -297,38 +389,49 @@ impl Backward<'_> {
                 for_each_unmove(&board, self.rules, |q, stored| {
                     if stored {
                         let qi = self.index.rank_in(q, self.n);
-                        prefetch(&count[qi as usize]);
-                        pending.push((qi, *q, won));
+                        let at = qi.wrapping_sub(self.base);
+                        if at < held {
+                            prefetch(&count[at as usize]);
+                            pending.push((qi, *q, won));
+                        } else {
+                            let o = owner(qi, size, self.ranks);
+                            if outbox.len() < self.ranks {
+                                outbox.resize(self.ranks, Vec::new());
+                            }
+                            outbox[o].extend_from_slice(&(qi | (won as u64) << 63).to_le_bytes());
+                        }
                     }
                 });
             }
             for &(qi, q, won) in pending.iter() {
-                let cell = &count[qi as usize];
-                if cell.load(Relaxed) & SETTLED != 0 {
-                    continue;
-                }
-                if !won {
-                    // The child is lost for its side to move: q wins by moving there.
-                    if self.settle(qi, t) {
-                        stack.push((qi, q, true));
-                    }
-                    continue;
-                }
-                // The child is won (>= t): one more move of q is known to give q at most -t.
-                let old = cell.fetch_sub(1, Relaxed);
-                if old & SETTLED == 0 && old & COUNT_MASK == 1 {
-                    // Every in-level move of q now gives at most -t; q is lost now
-                    // unless an exit is better (then it is settled by the threshold scan
-                    // at -b, or is a draw or a win by its exit).
-                    let b = self.state.value[qi as usize].load(Relaxed) as i8;
-                    if b <= -t && self.settle(qi, -t) {
-                        stack.push((qi, q, false));
-                    }
-                }
+                self.update(qi, || q, won, t, stack);
             }
         }
         done
     }
+}
+
+impl Work {
+    /// Appends another thread's outbox to this one.
+    pub(crate) fn merge(&mut self, other: Vec<Vec<u8>>) {
+        if self.outbox.len() < other.len() {
+            self.outbox.resize(other.len(), Vec::new());
+        }
+        for (mine, theirs) in self.outbox.iter_mut().zip(other) {
+            if mine.is_empty() {
+                *mine = theirs;
+            } else {
+                mine.extend_from_slice(&theirs);
+            }
+        }
+    }
+}
+
+/// The rank that owns index `i` of a level of `size` positions cut into `ranks` slices
+/// (the largest `r` whose slice starts at or before `i`; DESIGN.md section 5.4).
+#[inline]
+pub fn owner(i: u64, size: u64, ranks: usize) -> usize {
+    (((i as u128 + 1) * ranks as u128 - 1) / size as u128) as usize
 }
 
 /// Levels `0..=top` solved in memory, one byte per position: the true values that the

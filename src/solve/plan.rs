@@ -164,6 +164,40 @@ pub fn check_level_fits(dir: &Path, n: usize, positions: u64) -> Result<()> {
     Ok(())
 }
 
+/// Refuses to start level `n` of a distributed build on this rank when its slice of
+/// `slice` positions does not fit: the solver state against this node's free memory
+/// shared by the `here` ranks on it, and the slice file against the free disk under `dir`.
+pub fn check_slice_fits(dir: &Path, n: usize, slice: u64, here: usize) -> Result<()> {
+    let state = STATE_BYTES * slice;
+    if let Some(free) = memory_available() {
+        let share = free / here.max(1) as u64;
+        if state > share {
+            return Err(Error::Resources(format!(
+                "level {n}: this rank's slice ({} positions) needs {} of solver memory, and \
+                 {} is free for each of the {here} rank(s) on this node: use more nodes or \
+                 fewer ranks per node (`awari plan --max-seeds {n} --nodes R`); `--no-check` \
+                 starts it anyway",
+                group(slice),
+                bytes(state),
+                bytes(share)
+            )));
+        }
+    }
+    let file = PAYLOAD_OFFSET as u64 + slice;
+    if let Some(free) = disk_available(dir) {
+        if file > free {
+            return Err(Error::Resources(format!(
+                "level {n}: this rank's slice needs {} on disk and {} is free under {}: free \
+                 space, or gather and pack the levels below; `--no-check` starts it anyway",
+                bytes(file),
+                bytes(free),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a build of levels `0..=max_seeds` into `dir` at its start when it cannot
 /// finish on this machine: the largest level not built yet needs more solver memory than
 /// the machine has, or the levels not built yet more disk than is free under `dir`.
