@@ -274,17 +274,18 @@ impl Backward<'_> {
     /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
     pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
         let mut settled = 0;
-        for i in range {
-            let at = (i - self.base) as usize;
-            let k = self.state.count[at].load(Relaxed);
+        let (lo, hi) = ((range.start - self.base) as usize, (range.end - self.base) as usize);
+        let cells = self.state.count[lo..hi].iter().zip(&self.state.value[lo..hi]);
+        for (j, (k, b)) in cells.enumerate() {
+            let k = k.load(Relaxed);
             if k & SETTLED != 0 {
                 continue;
             }
-            let b = self.state.value[at].load(Relaxed) as i8;
-            let Some(won) = seed(k, b, t) else {
+            let Some(won) = seed(k, b.load(Relaxed) as i8, t) else {
                 continue;
             };
-            if self.settle(at, if won { t } else { -t }) {
+            if self.settle(lo + j, if won { t } else { -t }) {
+                let i = range.start + j as u64;
                 work.stack.push((i, self.index.unrank(self.n, i), won));
                 settled += self.drain(t, work);
             }
