@@ -158,6 +158,34 @@ fn a_rerun_resumes_and_another_partition_is_refused() {
                 .count()
                 == 0
     );
+    // Other rules build into their own folder; a slice of theirs moved into this one is
+    // refused, not overwritten.
+    let oware = format!("{}/oware{{rank}}", tmp.path().display());
+    let (done, out, err) = mpirun(
+        2,
+        &[
+            "build",
+            "--max-seeds",
+            "6",
+            "--pits",
+            "4",
+            "--rules",
+            "oware",
+            "--dir",
+            &oware,
+        ],
+    );
+    assert!(done, "{out}{err}");
+    let theirs = tmp.path().join("oware1/oware-4/level-005.1of2.aws");
+    let ours = tmp.path().join("rank1/awari-4/level-005.1of2.aws");
+    fs::copy(&theirs, &ours).unwrap();
+    let (done, _, err) = mpirun(2, &args);
+    assert!(!done);
+    assert!(
+        err.contains("is a slice of the oware-4 database, and this build is awari-4"),
+        "{err}"
+    );
+    assert!(fs::read(&ours).unwrap() == fs::read(&theirs).unwrap());
 }
 
 #[test]

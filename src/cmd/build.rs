@@ -29,8 +29,9 @@ pub struct BuildArgs {
     no_check: bool,
     /// Build over the ranks of an MPI job (`mpirun -np R awari build --distributed ...`;
     /// chosen by itself when more than one rank runs): each rank solves and keeps one
-    /// slice of every level in its folder (`--dir` may hold `{rank}`); `awari gather`
-    /// then assembles the level files. Needs the `mpi` feature.
+    /// slice of every level in its folder (`--dir` may hold `{rank}`) with `--threads`
+    /// threads (default: the node's cores divided by its ranks); `awari gather` then
+    /// assembles the level files. Needs the `mpi` feature.
     #[arg(long)]
     distributed: bool,
 }

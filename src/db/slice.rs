@@ -114,6 +114,19 @@ impl SliceHeader {
     }
 }
 
+impl SliceHeader {
+    /// The header of the slice file at `path`, checked on its own (the payload is not
+    /// read).
+    pub fn read(path: &Path) -> Result<SliceHeader> {
+        use std::io::Read;
+        let mut h = Vec::with_capacity(PAYLOAD_OFFSET);
+        File::open(path)
+            .and_then(|f| f.take(PAYLOAD_OFFSET as u64).read_to_end(&mut h))
+            .map_err(|e| Error::io(path, e))?;
+        SliceHeader::decode(path, &h)
+    }
+}
+
 /// An open, memory-mapped, checked slice.
 pub struct SliceLevel {
     header: SliceHeader,

@@ -378,7 +378,7 @@ pub fn build_slices<C: Comm>(
 ) -> crate::error::Result<Vec<SliceReport>> {
     use crate::db::layout::Expect;
     use crate::db::lock::DirLock;
-    use crate::db::slice::{list_slices, slice_path, write_slice, SliceLevel};
+    use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
     use crate::error::Error;
     use crate::solve::plan::check_slice_fits;
     let (rank, ranks) = (comm.rank(), comm.size());
@@ -421,6 +421,24 @@ pub fn build_slices<C: Comm>(
             None => Ok(()),
         },
         "found slices of a build over another number of ranks",
+    )?;
+    // A slice of another database (copied or moved in) would be overwritten: refuse it.
+    let other = list_slices(dir)?.into_iter().find_map(|(n, r, rs)| {
+        let path = slice_path(dir, n, r, rs);
+        let h = SliceHeader::read(&path).ok()?;
+        (h.rules != rules || h.pits != pits).then(|| (path, h))
+    });
+    together(
+        match other {
+            Some((path, h)) => Err(Error::Input(format!(
+                "{} is a slice of the {}-{} database, and this build is {rules}-{pits}: move it away",
+                path.display(),
+                h.rules,
+                h.pits
+            ))),
+            None => Ok(()),
+        },
+        "found slices of another database in their folder",
     )?;
     let mut done: Vec<SliceLevel> = Vec::new();
     let mut starts = Vec::new();

@@ -274,8 +274,13 @@ impl Backward<'_> {
     /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
     pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
         let mut settled = 0;
-        let (lo, hi) = ((range.start - self.base) as usize, (range.end - self.base) as usize);
-        let cells = self.state.count[lo..hi].iter().zip(&self.state.value[lo..hi]);
+        let (lo, hi) = (
+            (range.start - self.base) as usize,
+            (range.end - self.base) as usize,
+        );
+        let cells = self.state.count[lo..hi]
+            .iter()
+            .zip(&self.state.value[lo..hi]);
         for (j, (k, b)) in cells.enumerate() {
             let k = k.load(Relaxed);
             if k & SETTLED != 0 {
