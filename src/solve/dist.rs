@@ -426,7 +426,7 @@ pub fn build_slices<C: Comm>(
     let other = list_slices(dir)?.into_iter().find_map(|(n, r, rs)| {
         let path = slice_path(dir, n, r, rs);
         let h = SliceHeader::read(&path).ok()?;
-        (h.rules != rules || h.pits != pits).then(|| (path, h))
+        (h.rules != rules || h.pits != pits).then_some((path, h))
     });
     together(
         match other {
