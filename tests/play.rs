@@ -293,3 +293,14 @@ fn loss_per_move_falls_with_strength() {
     }
     assert_eq!(last, 0.0);
 }
+
+#[test]
+fn the_database_refuses_to_move_out_of_turn() {
+    use awari::play::{Game, Side};
+    let dir = TempDir::new().unwrap();
+    let db = common::build_db(dir.path(), Rules::Awari, 6, 6);
+    let start = Board::from_counts(6, &[1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0]).unwrap();
+    let mut game = Game::new(&db, start, Side::Me, 100, 1).unwrap();
+    let e = game.play_db().unwrap_err().to_string();
+    assert!(e.contains("the player's turn"), "{e}");
+}

@@ -294,9 +294,17 @@ impl<'a> Game<'a> {
         Ok(Ok(self.apply(&m, &a)?))
     }
 
-    /// The database's move at the game's strength.
+    /// The database's move at the game's strength; an error when the game is over or it
+    /// is not the database's turn.
     pub fn play_db(&mut self) -> Result<Played> {
-        assert!(self.ending.is_none() && self.to_move == Side::Db);
+        if self.ending.is_some() {
+            return Err(Error::Input("the game is over".into()));
+        }
+        if self.to_move != Side::Db {
+            return Err(Error::Input(
+                "it is the player's turn, not the database's".into(),
+            ));
+        }
         let a = self.analysis()?;
         let legal = legal_moves(&self.pos, self.db.rules());
         let values: Vec<i8> = a.moves.iter().map(|m| m.value).collect();

@@ -95,7 +95,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         }
         println!();
         if let Some(p) = &r.checksum_problem {
-            println!("  level {}: {p}", r.seeds);
+            // A problem found in a packed block names its level already.
+            if p.starts_with(&format!("level {}, ", r.seeds)) {
+                println!("  {p}");
+            } else {
+                println!("  level {}: {p}", r.seeds);
+            }
         }
         samples(r.seeds, &r.mismatches, "its moves give");
         if let Some(d) = &r.deep {
