@@ -39,7 +39,7 @@ mod game;
 mod solve;
 mod util;
 
-pub use app::query::{draw, Analysis, Database, Line, MoveValue};
+pub use app::query::{draw, parse_counts, Analysis, Database, Line, MoveValue, LINE_PLIES};
 pub use db::layout::{
     build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
 };
@@ -121,6 +121,15 @@ pub mod variants {
 /// A game against the database at a chosen strength.
 pub mod play {
     pub use crate::app::play::*;
+}
+
+/// `awari serve`: the HTTP API and the web explorer of the databases (feature `serve`).
+#[cfg(feature = "serve")]
+pub mod serve {
+    pub use crate::app::serve::api::{router, AppState};
+    pub use crate::app::serve::{
+        open_all, serve, start_seeds, ApiError, Probes, ServeOptions, Served, MAX_URL,
+    };
 }
 
 /// The build benchmark of `awari bench`.
