@@ -226,9 +226,15 @@ fn databases_health_and_the_page() {
     let page = server.get("/");
     assert_eq!(page.status, 200);
     assert_eq!(page.kind, "text/html; charset=utf-8");
-    assert!(page.body.contains(r#"<script src="app.js""#), "{}", page.body);
-    assert!(server.get("/app.js").body.contains("/api/v1/databases"));
-    assert_eq!(server.get("/style.css").kind, "text/css; charset=utf-8");
+    assert_eq!(page.body, include_str!("../src/app/serve/page/index.html"));
+    assert!(page.body.contains(r#"<script src="app.js">"#));
+    assert_eq!(page.cache, "no-cache");
+    let js = server.get("/app.js");
+    assert_eq!(js.body, include_str!("../src/app/serve/page/app.js"));
+    assert_eq!(js.kind, "text/javascript; charset=utf-8");
+    let css = server.get("/style.css");
+    assert_eq!(css.body, include_str!("../src/app/serve/page/style.css"));
+    assert_eq!(css.kind, "text/css; charset=utf-8");
 }
 
 #[test]
