@@ -43,7 +43,13 @@ fn root() -> PathBuf {
 
 fn serve(root: &Path) -> (Proc, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--dir", root.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--dir",
+            root.to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -52,7 +58,11 @@ fn serve(root: &Path) -> (Proc, String) {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let base = line.split_whitespace().nth(1).unwrap().trim_end_matches('/');
+    let base = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches('/');
     (Proc(child), base.to_string())
 }
 
@@ -102,15 +112,30 @@ fn counts(v: &Value) -> String {
 }
 
 async fn attr(c: &Client, css: &str, name: &str) -> Option<String> {
-    c.find(Locator::Css(css)).await.unwrap().attr(name).await.unwrap()
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .attr(name)
+        .await
+        .unwrap()
 }
 
 async fn text(c: &Client, css: &str) -> String {
-    c.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css)).await.unwrap().click().await.unwrap();
+    c.find(Locator::Css(css))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
 }
 
 async fn keys(c: &Client, k: &str) {
@@ -183,7 +208,11 @@ async fn moves_played(c: &Client) -> Vec<(String, String, String)> {
             let li = li.clone();
             async move { li.attr(n).await.unwrap().unwrap() }
         };
-        out.push((a("data-player").await, a("data-pit").await, a("data-lost").await));
+        out.push((
+            a("data-player").await,
+            a("data-pit").await,
+            a("data-lost").await,
+        ));
     }
     out
 }
@@ -226,7 +255,10 @@ fn the_page_in_headless_chromium() {
         let start = api(&base, "awari", START, false);
         assert_eq!(
             shown(&c).await,
-            (vec![Some(-1), Some(-1), Some(-2), Some(-2), Some(-2), Some(0)], vec![5])
+            (
+                vec![Some(-1), Some(-1), Some(-2), Some(-2), Some(-2), Some(0)],
+                vec![5]
+            )
         );
         assert_eq!(shown(&c).await, expected(&start));
         assert_eq!(
@@ -235,8 +267,16 @@ fn the_page_in_headless_chromium() {
         );
         // The side to move is drawn at the bottom, its pit a on the left; the opponent's
         // row on top from its last pit.
-        assert_eq!(attr(&c, "#row-bottom .pit:first-child", "id").await.unwrap(), "pit-0");
-        assert_eq!(attr(&c, "#row-top .pit:first-child", "id").await.unwrap(), "opp-5");
+        assert_eq!(
+            attr(&c, "#row-bottom .pit:first-child", "id")
+                .await
+                .unwrap(),
+            "pit-0"
+        );
+        assert_eq!(
+            attr(&c, "#row-top .pit:first-child", "id").await.unwrap(),
+            "opp-5"
+        );
         assert_eq!(attr(&c, "#opp-0", "data-count").await.unwrap(), "4");
 
         // The database plays Player 2; Player 1 clicks the best move, f.
@@ -255,7 +295,12 @@ fn the_page_in_headless_chromium() {
         );
         let reply = api(&base, "awari", &after_reply, false);
         assert_eq!(shown(&c).await, expected(&reply));
-        assert!(c.current_url().await.unwrap().as_str().ends_with(&format!("#awari/6/{after_reply}")));
+        assert!(c
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("#awari/6/{after_reply}")));
 
         // Undo (key u) goes back past the database's reply to Player 1's move.
         keys(&c, "u").await;
@@ -267,9 +312,15 @@ fn the_page_in_headless_chromium() {
         keys(&c, "a").await;
         let after_a = "4,2,3,0,0,0,0,2,1,1,1,2";
         ready(&c, after_a).await;
-        assert_eq!(moves_played(&c).await, [("0".into(), "0".into(), "1".into())]);
+        assert_eq!(
+            moves_played(&c).await,
+            [("0".into(), "0".into(), "1".into())]
+        );
         assert!(text(&c, "#moves li").await.contains("gave away 1 seed"));
-        assert_eq!(shown(&c).await, expected(&api(&base, "awari", after_a, false)));
+        assert_eq!(
+            shown(&c).await,
+            expected(&api(&base, "awari", after_a, false))
+        );
         click(&c, "#undo").await;
         ready(&c, START).await;
         click(&c, "#redo").await;
@@ -282,8 +333,13 @@ fn the_page_in_headless_chromium() {
         input.send_keys("0 0 0 0 0 1 1 1 1 1 1 1").await.unwrap();
         click(&c, "#apply-position").await;
         ready(&c, "0,0,0,0,0,1,1,1,1,1,1,1").await;
-        assert_eq!(shown(&c).await, (vec![None, None, None, None, None, Some(-3)], vec![5]));
-        assert!(text(&c, "#value-words").await.contains("the side to move loses by 3 seeds"));
+        assert_eq!(
+            shown(&c).await,
+            (vec![None, None, None, None, None, Some(-3)], vec![5])
+        );
+        assert!(text(&c, "#value-words")
+            .await
+            .contains("the side to move loses by 3 seeds"));
         // After a's move Player 2 was to move; an edited position keeps the side to move.
         assert_eq!(text(&c, "#name-bottom").await, "Player 2");
         click(&c, "#edit").await;
@@ -293,7 +349,10 @@ fn the_page_in_headless_chromium() {
         click(&c, "#done-edit").await;
         let flipped = "1,1,1,1,1,1,1,0,0,0,0,1";
         ready(&c, flipped).await;
-        assert_eq!(shown(&c).await, expected(&api(&base, "awari", flipped, false)));
+        assert_eq!(
+            shown(&c).await,
+            expected(&api(&base, "awari", flipped, false))
+        );
         assert_eq!(text(&c, "#name-bottom").await, "Player 1");
         assert_eq!(text(&c, "#name-top").await, "Player 2");
 
@@ -311,21 +370,30 @@ fn the_page_in_headless_chromium() {
         }
 
         // A permalink of a level not built: the page says which command builds it.
-        c.goto(&format!("{base}/#awari/6/4,4,4,4,4,4,4,4,4,4,4,4")).await.unwrap();
+        c.goto(&format!("{base}/#awari/6/4,4,4,4,4,4,4,4,4,4,4,4"))
+            .await
+            .unwrap();
         c.refresh().await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while attr(&c, "#board", "data-state").await.as_deref() != Some("error") {
             assert!(Instant::now() < deadline, "no error shown");
             tokio::time::sleep(Duration::from_millis(40)).await;
         }
-        assert!(text(&c, "#error").await.contains("run `awari build --max-seeds 48 --dir "));
+        assert!(text(&c, "#error")
+            .await
+            .contains("run `awari build --max-seeds 48 --dir "));
 
         // The other served database, from the selector: the start position of oware.
         click(&c, "#db-select option[value='oware-6']").await;
         let ones = "1,1,1,1,1,1,1,1,1,1,1,1";
         ready(&c, ones).await;
         assert_eq!(shown(&c).await, expected(&api(&base, "oware", ones, false)));
-        assert!(c.current_url().await.unwrap().as_str().ends_with(&format!("#oware/6/{ones}")));
+        assert!(c
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("#oware/6/{ones}")));
 
         // The screenshot of the README: the example, the database's reply, the line.
         c.goto(&format!("{base}/#awari/6/{START}")).await.unwrap();

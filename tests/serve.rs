@@ -63,7 +63,11 @@ impl Server {
             ),
             "{line}"
         );
-        let base = line.split_whitespace().nth(1).unwrap().trim_end_matches('/');
+        let base = line
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_end_matches('/');
         Server {
             base: base.to_string(),
             child,
@@ -141,15 +145,20 @@ impl Rng {
 }
 
 /// The databases under test: (rules, P, top level) and how many random positions each.
-const DBS: [(&str, usize, usize, usize); 3] =
-    [("awari", 6, 13, 400), ("oware", 6, 13, 400), ("awari", 4, 10, 200)];
+const DBS: [(&str, usize, usize, usize); 3] = [
+    ("awari", 6, 13, 400),
+    ("oware", 6, 13, 400),
+    ("awari", 4, 10, 200),
+];
 
 /// What `awari query --stdin` (one JSON object per line, as `--json` prints it) says of
 /// `positions`.
 fn cli_answers(rules: &str, p: usize, positions: &[String], line: bool) -> Vec<String> {
     let r = root().to_str().unwrap();
     let ps = p.to_string();
-    let mut args = vec!["query", "--stdin", "--dir", r, "--rules", rules, "--pits", &ps];
+    let mut args = vec![
+        "query", "--stdin", "--dir", r, "--rules", rules, "--pits", &ps,
+    ];
     if line {
         args.push("--line");
     }
@@ -170,7 +179,10 @@ fn the_api_answers_what_query_json_prints_on_1000_random_positions() {
         let want = cli_answers(rules, p, &positions, false);
         assert_eq!(want.len(), count);
         for (pos, want) in positions.iter().zip(&want) {
-            let a = get(&agent, &format!("{}/api/v1/{rules}/{p}?position={pos}", server.base));
+            let a = get(
+                &agent,
+                &format!("{}/api/v1/{rules}/{p}?position={pos}", server.base),
+            );
             assert_eq!(a.status, 200, "{rules}-{p} {pos}: {}", a.body);
             assert_eq!(&a.body, want, "{rules}-{p} {pos}");
             assert_eq!(a.kind, "application/json");
@@ -182,7 +194,10 @@ fn the_api_answers_what_query_json_prints_on_1000_random_positions() {
         for (pos, want) in few.iter().zip(cli_answers(rules, p, few, true)) {
             let a = get(
                 &agent,
-                &format!("{}/api/v1/{rules}/{p}?position={pos}&line=true", server.base),
+                &format!(
+                    "{}/api/v1/{rules}/{p}?position={pos}&line=true",
+                    server.base
+                ),
             );
             assert_eq!(a.body, want, "{rules}-{p} {pos} with its line");
             assert!(a.body.contains(r#""line":{"end":""#), "{}", a.body);
@@ -191,7 +206,9 @@ fn the_api_answers_what_query_json_prints_on_1000_random_positions() {
     assert_eq!(answered, 1000);
     // And one through `awari query --json` itself, with spaces in the position.
     let r = root().to_str().unwrap();
-    let json = ok(&["query", "--json", "--dir", r, "1", "1", "1", "1", "1", "2", "4", "2", "0", "0", "0", "0"]);
+    let json = ok(&[
+        "query", "--json", "--dir", r, "1", "1", "1", "1", "1", "2", "4", "2", "0", "0", "0", "0",
+    ]);
     let a = server.get("/api/v1/awari/6?position=1%201%201%201%201%202%204%202%200%200%200%200");
     assert_eq!(a.body, json.trim_end());
     assert!(a.body.starts_with(r#"{"best":["#), "{}", a.body);
@@ -274,7 +291,9 @@ fn bad_input_gets_a_4xx_in_the_words_of_the_cli_and_the_server_goes_on() {
     }
     // The CLI says the same words.
     let r = root().to_str().unwrap();
-    let out = common::awari(&["query", "--dir", r, "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "x"]);
+    let out = common::awari(&[
+        "query", "--dir", r, "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "x",
+    ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("'x' is not a number of seeds"));
     // POST is not answered, in JSON too.
     let post = agent
@@ -285,7 +304,12 @@ fn bad_input_gets_a_4xx_in_the_words_of_the_cli_and_the_server_goes_on() {
         .read_to_string()
         .unwrap();
     assert_eq!(post, r#"{"error":"only GET is answered here"}"#);
-    assert_eq!(server.get("/api/v1/awari/4?position=1,1,1,1,1,1,1,1").status, 200);
+    assert_eq!(
+        server
+            .get("/api/v1/awari/4?position=1,1,1,1,1,1,1,1")
+            .status,
+        200
+    );
 }
 
 #[test]
@@ -347,7 +371,13 @@ fn sigterm_stops_the_server_and_bad_setups_are_one_error_line() {
     };
     assert!(status.success(), "{status:?}");
     let mut err = String::new();
-    server.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert_eq!(err, "stopped\n");
 
     let empty = tempfile::tempdir().unwrap();
@@ -361,10 +391,15 @@ fn sigterm_stops_the_server_and_bad_setups_are_one_error_line() {
     // A port already taken.
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = held.local_addr().unwrap().to_string();
-    let (good, _, err) = common::run(&["serve", "--dir", root().to_str().unwrap(), "--bind", &addr]);
+    let (good, _, err) =
+        common::run(&["serve", "--dir", root().to_str().unwrap(), "--bind", &addr]);
     assert!(!good);
-    assert!(err.starts_with(&format!("error: cannot listen on {addr}: ")), "{err}");
-    let (good, _, err) = common::run(&["serve", "--dir", root().to_str().unwrap(), "--threads", "0"]);
+    assert!(
+        err.starts_with(&format!("error: cannot listen on {addr}: ")),
+        "{err}"
+    );
+    let (good, _, err) =
+        common::run(&["serve", "--dir", root().to_str().unwrap(), "--threads", "0"]);
     assert!(!good);
     assert_eq!(err, "error: --threads must be at least 1\n");
 }

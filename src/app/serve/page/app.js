@@ -217,8 +217,10 @@ function render() {
       vw.textContent = `Game over: ${a.game_over}`;
       sw.textContent = finalWords(score);
     } else {
-      vw.textContent = `${NAMES[st.toMove]} to move: ${valueWords(a.value)} (value ${signed(a.value)})`;
-      sw.textContent = `With perfect play from here: ${NAMES[0]} ${score[0]}, ${NAMES[1]} ${score[1]} (${seeds(n)} on the board).`;
+      // The value is the margin on the seeds left; the captures so far make the score.
+      const fromHere = st.captured[0] + st.captured[1] > 0 && a.value !== 0 ? " from here" : "";
+      vw.textContent = `${NAMES[st.toMove]} to move: ${valueWords(a.value)}${fromHere} (value ${signed(a.value)})`;
+      sw.textContent = `With perfect play the game ends ${NAMES[0]} ${score[0]}, ${NAMES[1]} ${score[1]}: ${verdict(score)} (${seeds(n)} on the board).`;
     }
   } else {
     vw.textContent = "…";
@@ -236,10 +238,12 @@ function render() {
   syncUrl();
 }
 
+function verdict([x, y]) {
+  return x > y ? `${NAMES[0]} wins` : y > x ? `${NAMES[1]} wins` : "a draw";
+}
+
 function finalWords(score) {
-  const [x, y] = score;
-  const who = x > y ? `${NAMES[0]} wins` : y > x ? `${NAMES[1]} wins` : "a draw";
-  return `Final score: ${NAMES[0]} ${x}, ${NAMES[1]} ${y}: ${who}.`;
+  return `Final score: ${NAMES[0]} ${score[0]}, ${NAMES[1]} ${score[1]}: ${verdict(score)}.`;
 }
 
 function renderMoves() {
