@@ -400,10 +400,10 @@ async function showPv() {
     if (gen !== S.generation) return;
     const ol = $("pv");
     ol.replaceChildren();
-    for (const p of a.line.plies) {
+    for (const [i, p] of a.line.plies.entries()) {
       const who = (st.toMove + p.player) % 2;
       const li = document.createElement("li");
-      li.innerHTML = `<span class="who${who}">${NAMES[who]}</span> ${pitLetter(p.pit)}` +
+      li.innerHTML = `<span class="n">${i + 1}.</span> <span class="who${who}">P${who + 1}</span> ${pitLetter(p.pit)}` +
         (p.captured ? ` <span class="cap">takes ${p.captured}</span>` : "");
       ol.appendChild(li);
     }
