@@ -358,6 +358,12 @@ fn a_full_server_answers_429_and_still_its_health() {
 fn sigterm_stops_the_server_and_bad_setups_are_one_error_line() {
     let mut server = Server::start(&[]);
     assert_eq!(server.get("/health").status, 200);
+    // A client that keeps its connection open, idle, does not hold the stop up.
+    let mut idle = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    std::io::Write::write_all(&mut idle, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut head = [0u8; 15];
+    idle.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200 OK");
     let pid = server.child.id() as i32;
     // SAFETY: kill(2) on our own child process.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
