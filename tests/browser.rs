@@ -411,6 +411,40 @@ fn the_page_in_headless_chromium() {
         assert!(png.len() > 20_000, "{} bytes", png.len());
         std::fs::write(&shot, &png).unwrap();
 
+        // The database plays both sides to the end of a short game.
+        click(&c, "#db-plays-1").await;
+        c.goto(&format!("{base}/#awari/6/0,0,0,0,0,1,1,1,0,0,0,0"))
+            .await
+            .unwrap();
+        c.refresh().await.unwrap();
+        ready(&c, "0,0,0,0,0,1,1,1,0,0,0,0").await;
+        assert_eq!(
+            shown(&c).await,
+            (vec![None, None, None, None, None, Some(1)], vec![5])
+        );
+        click(&c, "#db-plays-0").await;
+        click(&c, "#db-plays-1").await;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !text(&c, "#value-words").await.starts_with("Game over") {
+            assert!(Instant::now() < deadline, "the game did not end");
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+        assert_eq!(
+            text(&c, "#value-words").await,
+            "Game over: Player 2 leaves Player 1 no seeds and takes the rest"
+        );
+        assert_eq!(
+            text(&c, "#score-words").await,
+            "Final score: Player 1 2, Player 2 1: Player 1 wins."
+        );
+        assert_eq!(
+            moves_played(&c).await,
+            [
+                ("0".into(), "5".into(), "0".into()),
+                ("1".into(), "1".into(), "0".into())
+            ]
+        );
+
         // A phone's width: nothing wider than the screen.
         c.set_window_size(390, 844).await.unwrap();
         let fits = c

@@ -335,6 +335,15 @@ function play(pit) {
     pos = child.map(() => 0);
     ended = `${NAMES[st.toMove]} leaves ${NAMES[1 - st.toMove]} no seeds and takes the rest`;
   }
+  // A position that comes back with the same side to move ends the game (endless play):
+  // the seeds left are split evenly, as the database values such a cycle.
+  const key = `${1 - st.toMove}:${pos.join(",")}`;
+  if (!ended && S.states.slice(0, S.at + 1).some((x) => `${x.toMove}:${x.pos.join(",")}` === key)) {
+    const left = pos.reduce((x, y) => x + y, 0);
+    caps[0] += left / 2;
+    caps[1] += left / 2;
+    ended = "a position repeats (endless play): the seeds left are split evenly";
+  }
   const ply = { player: st.toMove, pit, value: m.value, captured, lost: a.value - m.value };
   S.states.splice(S.at + 1);
   S.states.push(state(pos, 1 - st.toMove, caps, ply, ended));
@@ -552,6 +561,8 @@ function boardClick(e, delta) {
 
 async function main() {
   wire();
+  // A reload may keep the boxes ticked: the page follows them.
+  S.auto = [0, 1].map((w) => $(`db-plays-${w}`).checked);
   try {
     const r = await fetch("api/v1/databases");
     S.databases = (await r.json()).databases.filter((d) => d.max_seeds !== null);
