@@ -23,7 +23,8 @@
 //! Build a database with [`build`], check it with [`verify`], probe it through
 //! [`Database`]. The rest is grouped by what it is for: [`pack`] (packed levels),
 //! [`romein_bal`] (their `scores.N` files), [`stats`], [`variants`], [`play`], [`mod@bench`],
-//! and [`rules`] and [`mod@reference`] for programs that work on positions themselves.
+//! `serve` (the HTTP API and web page of `awari serve`, feature `serve`), and [`rules`] and
+//! [`mod@reference`] for programs that work on positions themselves.
 //!
 //! Inside, the code is in one-way layers (DESIGN.md section 10): `game` (rules, index)
 //! -> `db` (files) -> `solve` (one level, all levels, verification, the reference solver)

@@ -38,12 +38,26 @@ fn root() -> &'static Path {
 struct Server {
     child: Child,
     base: String,
+    /// The line it printed when it listened.
+    line: String,
 }
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
+        let server = Server::start_on(root(), extra);
+        assert!(
+            server.line.contains(
+                "awari-4 levels 0..=10 (packed); awari-6 levels 0..=13 (raw); oware-6 levels 0..=13 (raw)"
+            ),
+            "{}",
+            server.line
+        );
+        server
+    }
+
+    fn start_on(root: &Path, extra: &[&str]) -> Server {
         let mut child = Command::new(BIN)
-            .args(["serve", "--dir", root().to_str().unwrap()])
+            .args(["serve", "--dir", root.to_str().unwrap()])
             .args(["--bind", "127.0.0.1:0", "--threads", "2"])
             .args(extra)
             .stdin(Stdio::null())
@@ -57,21 +71,13 @@ impl Server {
             .unwrap();
         // "serving http://127.0.0.1:PORT/ with 2 thread(s): awari-4 levels 0..=10 (packed); ..."
         assert!(line.starts_with("serving http://127.0.0.1:"), "{line}");
-        assert!(
-            line.contains(
-                "awari-4 levels 0..=10 (packed); awari-6 levels 0..=13 (raw); oware-6 levels 0..=13 (raw)"
-            ),
-            "{line}"
-        );
         let base = line
             .split_whitespace()
             .nth(1)
             .unwrap()
-            .trim_end_matches('/');
-        Server {
-            base: base.to_string(),
-            child,
-        }
+            .trim_end_matches('/')
+            .to_string();
+        Server { base, child, line }
     }
 
     fn get(&self, path: &str) -> Answer {
@@ -310,6 +316,32 @@ fn bad_input_gets_a_4xx_in_the_words_of_the_cli_and_the_server_goes_on() {
             .status,
         200
     );
+}
+
+#[test]
+fn a_damaged_level_is_a_500_that_names_it_and_the_rest_still_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_levels(tmp.path(), Rules::Awari, 6, 6);
+    let path = level_path(&db_dir(tmp.path(), Rules::Awari, 6), 5);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[4096 + 17] ^= 0x55;
+    std::fs::write(&path, &bytes).unwrap();
+    let server = Server::start_on(tmp.path(), &[]);
+    assert!(
+        server.line.ends_with("awari-6 levels 0..=6 (raw)\n"),
+        "{}",
+        server.line
+    );
+    let a = server.get("/api/v1/awari/6?position=1,1,1,1,1,0,0,0,0,0,0,0");
+    assert_eq!(a.status, 500, "{}", a.body);
+    assert!(
+        a.body.contains("level-005.awl: damaged payload"),
+        "{}",
+        a.body
+    );
+    let three = server.get("/api/v1/awari/6?position=1,1,1,0,0,0,0,0,0,0,0,0");
+    assert_eq!(three.status, 200, "{}", three.body);
+    assert_eq!(server.get("/health").status, 200);
 }
 
 #[test]
