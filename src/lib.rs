@@ -28,7 +28,7 @@
 //!
 //! Inside, the code is in one-way layers (DESIGN.md section 10): `game` (rules, index)
 //! -> `db` (files) -> `solve` (one level, all levels, verification, the reference solver)
-//! -> `app` (query, play, stats, variants, sharing, bench); the `awari` binary is a thin
+//! -> `app` (query, play, stats, variants, sharing, bench, serve); the `awari` binary is a thin
 //! layer on top. None of those modules is public: this page lists what is.
 
 #![warn(missing_docs)]
