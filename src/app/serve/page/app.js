@@ -164,6 +164,7 @@ function render() {
     el.dataset.pit = i;
     el.disabled = !S.editing;
     el.tabIndex = -1;
+    el.setAttribute("aria-label", `opponent's pit ${pitLetter(i - P).toUpperCase()}, ${seeds(st.pos[i])}`);
     top.appendChild(el);
   }
   for (let i = 0; i < P; i++) {
@@ -184,6 +185,7 @@ function render() {
       el.title = `${pitLetter(i)}: ${signed(m.value)}${m.captured ? `, captures ${m.captured}` : ""}${m.ends_game ? ", ends the game" : ""}`;
     }
     el.disabled = !S.editing && !m;
+    el.setAttribute("aria-label", `pit ${pitLetter(i)}, ${seeds(st.pos[i])}${m ? `, value ${signed(m.value)}${a.best.includes(i) ? ", best" : ""}` : ""}`);
     bottom.appendChild(el);
   }
 
