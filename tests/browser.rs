@@ -66,8 +66,25 @@ fn serve(root: &Path) -> (Proc, String) {
     (Proc(child), base.to_string())
 }
 
+/// chromedriver; when dropped (also when the test fails midway) it is asked to shut down,
+/// which closes the browsers it started, and then killed.
+struct Driver {
+    proc: Proc,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = ureq::get(format!("{}/shutdown", self.url)).call();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && matches!(self.proc.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 /// chromedriver on a free port of loopback, once it answers.
-fn chromedriver() -> (Proc, String) {
+fn chromedriver() -> Driver {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -84,7 +101,10 @@ fn chromedriver() -> (Proc, String) {
         assert!(Instant::now() < deadline, "chromedriver did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    (Proc(child), format!("http://127.0.0.1:{port}"))
+    Driver {
+        proc: Proc(child),
+        url: format!("http://127.0.0.1:{port}"),
+    }
 }
 
 /// The API's answer for a position (a plain HTTP client, not the browser).
@@ -221,8 +241,9 @@ async fn moves_played(c: &Client) -> Vec<(String, String, String)> {
 fn the_page_in_headless_chromium() {
     let root = root();
     let (_server, base) = serve(&root);
-    let (_driver, driver_url) = chromedriver();
+    // Before the driver, so that it outlives the browser (dropped in reverse order).
     let profile = tempfile::tempdir().unwrap();
+    let driver = chromedriver();
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve.png");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -245,7 +266,7 @@ fn the_page_in_headless_chromium() {
         );
         let c = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
             .capabilities(caps)
-            .connect(&driver_url)
+            .connect(&driver.url)
             .await
             .expect("a Chromium session through chromedriver");
 
