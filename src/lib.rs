@@ -23,11 +23,12 @@
 //! Build a database with [`build`], check it with [`verify`], probe it through
 //! [`Database`]. The rest is grouped by what it is for: [`pack`] (packed levels),
 //! [`romein_bal`] (their `scores.N` files), [`stats`], [`variants`], [`play`], [`mod@bench`],
-//! and [`rules`] and [`mod@reference`] for programs that work on positions themselves.
+//! `serve` (the HTTP API and web page of `awari serve`, feature `serve`), and [`rules`] and
+//! [`mod@reference`] for programs that work on positions themselves.
 //!
 //! Inside, the code is in one-way layers (DESIGN.md section 10): `game` (rules, index)
 //! -> `db` (files) -> `solve` (one level, all levels, verification, the reference solver)
-//! -> `app` (query, play, stats, variants, sharing, bench); the `awari` binary is a thin
+//! -> `app` (query, play, stats, variants, sharing, bench, serve); the `awari` binary is a thin
 //! layer on top. None of those modules is public: this page lists what is.
 
 #![warn(missing_docs)]
@@ -39,7 +40,7 @@ mod game;
 mod solve;
 mod util;
 
-pub use app::query::{draw, Analysis, Database, Line, MoveValue};
+pub use app::query::{draw, parse_counts, Analysis, Database, Line, MoveValue, LINE_PLIES};
 pub use db::layout::{
     build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
 };
@@ -122,6 +123,15 @@ pub mod variants {
 /// A game against the database at a chosen strength.
 pub mod play {
     pub use crate::app::play::*;
+}
+
+/// `awari serve`: the HTTP API and the web explorer of the databases (feature `serve`).
+#[cfg(feature = "serve")]
+pub mod serve {
+    pub use crate::app::serve::api::{router, AppState};
+    pub use crate::app::serve::{
+        open_all, serve, start_seeds, ApiError, Probes, ServeOptions, Served, MAX_URL,
+    };
 }
 
 /// The build benchmark of `awari bench`.

@@ -73,6 +73,11 @@ enum Command {
     /// Assemble the level files of a database from the slices that the ranks of a
     /// distributed build kept (byte for byte what a single process builds).
     Gather(cmd::gather::GatherArgs),
+    /// Serve every database under --dir over HTTP: a JSON API (GET
+    /// /api/v1/{rules}/{pits}?position=..., /api/v1/databases, /health) and a web page
+    /// at / to explore it: move values on the board, play, undo, edit, permalinks.
+    #[cfg(feature = "serve")]
+    Serve(cmd::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -119,5 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Count(args) => cmd::count::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Gather(args) => cmd::gather::run(args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => cmd::serve::run(args),
     }
 }

@@ -1,11 +1,13 @@
 //! The applications (layer 4): probing a database ([`query`]), a game against it
 //! ([`play`]), value distributions ([`stats`]), the start positions of small variants
-//! ([`variants`]), packing, unpacking and the Romein-Bal files ([`share`]), and the build
-//! benchmark ([`mod@bench`]).
+//! ([`variants`]), packing, unpacking and the Romein-Bal files ([`share`]), the build
+//! benchmark ([`mod@bench`]), and the HTTP server and web page (`serve`, feature `serve`).
 
 pub mod bench;
 pub mod play;
 pub mod query;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod share;
 pub mod stats;
 pub mod variants;

@@ -13,7 +13,7 @@ use crate::db::raw::Check;
 use crate::db::store::LevelFile;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::game::rules::{legal_moves, Board, Move, Rules};
+use crate::game::rules::{legal_moves, Board, Move, Rules, MAX_SEEDS};
 
 /// An open database: one rule set and board size. Levels are opened (and their
 /// checksums checked) the first time a probe needs them.
@@ -449,6 +449,59 @@ impl Database {
             ));
         }
         Ok(Some(nodes.into_iter().zip(dist).collect()))
+    }
+}
+
+/// The longest principal variation that `awari query --line` and the server play, in
+/// plies: a drawn line ends at its first repeated position well before this.
+pub const LINE_PLIES: usize = 10_000;
+
+/// Parses pit counts given as words, each holding counts separated by spaces, tabs or
+/// commas (`["1", "1,2"]`, `["1 1 2"]`). The words of the errors are the command line's
+/// and the server's.
+pub fn parse_counts<S: AsRef<str>>(words: &[S]) -> Result<Vec<u32>> {
+    words
+        .iter()
+        .flat_map(|w| w.as_ref().split([',', ' ', '\t']).filter(|s| !s.is_empty()))
+        .map(|w| {
+            if w.starts_with('-') {
+                return Err(Error::Input(format!(
+                    "'{w}' is negative: pit counts are 0 or more seeds"
+                )));
+            }
+            w.parse::<u32>().map_err(|_| {
+                Error::Input(if w.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("'{w}' seeds: more than a board holds (at most {MAX_SEEDS})")
+                } else {
+                    format!("'{w}' is not a number of seeds")
+                })
+            })
+        })
+        .collect()
+}
+
+impl Database {
+    /// The JSON object that `awari query --json` prints and the server answers: the
+    /// analysis of `board` and, with `line`, its principal variation (at most
+    /// [`LINE_PLIES`] plies). One function for both, so that they stay byte-identical.
+    pub fn query_json(&self, board: &Board, line: bool) -> Result<serde_json::Value> {
+        let a = self.analyze(board)?;
+        // Keys print in sorted order (serde_json's map without preserve_order).
+        let mut v = serde_json::json!({
+            "rules": self.rules().name(),
+            "pits": a.pits,
+            "seeds": a.seeds,
+            "value": a.value,
+            "stored": a.stored,
+            "moves": a.moves,
+            "best": a.best,
+            "game_over": a.game_over,
+        });
+        if line {
+            let l = self.line(board, LINE_PLIES)?;
+            v["line"] = serde_json::json!({ "plies": l.plies, "end": l.end, "score": l.score });
+        }
+        Ok(v)
     }
 }
 

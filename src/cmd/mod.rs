@@ -14,6 +14,8 @@ pub mod plan;
 pub mod play;
 pub mod plot;
 pub mod query;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod stats;
 pub mod unpack;
 pub mod variants;

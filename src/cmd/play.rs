@@ -11,8 +11,8 @@ use awari::level_exists;
 use awari::play::{BadMove, Game, Played, Side};
 use awari::{Board, Database};
 
-use super::query::parse_counts;
 use super::DbArgs;
+use awari::parse_counts;
 
 /// Play a game against the database in the terminal: type a pit (a-f or 1-6 from your
 /// left), 'hint' for the value of each of your moves, 'undo' to take back your last move

@@ -2,27 +2,12 @@
 
 use std::io::{BufRead, Write};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 
-use awari::{draw, Line};
-use awari::{Analysis, Database};
+use awari::{draw, parse_counts, Database, LINE_PLIES};
 
 use super::DbArgs;
-
-pub fn parse_counts(words: &[String]) -> anyhow::Result<Vec<u32>> {
-    words
-        .iter()
-        .flat_map(|w| w.split([',', ' ', '\t']).filter(|s| !s.is_empty()))
-        .map(|w| {
-            if w.starts_with('-') {
-                bail!("'{w}' is negative: pit counts are 0 or more seeds");
-            }
-            w.parse::<u32>()
-                .map_err(|_| anyhow::anyhow!("'{w}' is not a number of seeds"))
-        })
-        .collect()
-}
 
 /// Value of a position, of each legal move, and the best moves.
 #[derive(Args, Debug)]
@@ -63,16 +48,8 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 continue;
             }
             let result = parse_counts(&[text])
-                .and_then(|c| Ok(database.board(&c)?))
-                .and_then(|b| {
-                    let a = database.analyze(&b)?;
-                    let l = if line {
-                        Some(database.line(&b, 10_000)?)
-                    } else {
-                        None
-                    };
-                    Ok(json_of(&database, &a, l.as_ref()))
-                });
+                .and_then(|c| database.board(&c))
+                .and_then(|b| database.query_json(&b, line));
             let obj = match result {
                 Ok(v) => v,
                 Err(e) => serde_json::json!({ "error": e.to_string() }),
@@ -84,17 +61,17 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     }
     let counts = parse_counts(&words)?;
     let board = database.board(&counts)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", database.query_json(&board, line)?)?;
+        return Ok(());
+    }
     let a = database.analyze(&board)?;
     let l = if line {
-        Some(database.line(&board, 10_000)?)
+        Some(database.line(&board, LINE_PLIES)?)
     } else {
         None
     };
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", json_of(&database, &a, l.as_ref()))?;
-        return Ok(());
-    }
     write!(out, "{}", draw(&board))?;
     writeln!(
         out,
@@ -165,21 +142,4 @@ pub fn verdict(v: i8) -> String {
         1.. => format!("wins by {v}"),
         _ => format!("loses by {}", -(v as i32)),
     }
-}
-
-pub fn json_of(db: &Database, a: &Analysis, line: Option<&Line>) -> serde_json::Value {
-    let mut v = serde_json::json!({
-        "rules": db.rules().name(),
-        "pits": a.pits,
-        "seeds": a.seeds,
-        "value": a.value,
-        "stored": a.stored,
-        "moves": a.moves,
-        "best": a.best,
-        "game_over": a.game_over,
-    });
-    if let Some(l) = line {
-        v["line"] = serde_json::to_value(l).unwrap();
-    }
-    v
 }

@@ -1,0 +1,63 @@
+//! `awari serve`: the HTTP API and the web explorer of every database under `--dir`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+use awari::serve::{open_all, serve, ServeOptions};
+
+use super::{RootArg, Threads};
+
+/// Serve every database under --dir over HTTP: a JSON API and a web page to explore it.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    root: RootArg,
+    /// Address and port to listen on; loopback by default (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    #[command(flatten)]
+    threads: Threads,
+    /// Probes running or queued at once; one more is answered 429 (too many requests).
+    #[arg(long, default_value_t = 256)]
+    max_concurrent: usize,
+    /// Seconds a probe may take before the answer is 503.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let threads = args
+        .threads
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if !(args.timeout > 0.0 && args.timeout < 1e6) {
+        anyhow::bail!("--timeout must be a number of seconds above 0");
+    }
+    let opts = ServeOptions {
+        root: args.root.dir,
+        bind: args.bind,
+        threads,
+        max_concurrent: args.max_concurrent,
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
+    let databases = open_all(&opts.root)?;
+    let names: Vec<String> = databases
+        .iter()
+        .map(|s| format!("{} {}", s.name(), s.summary()))
+        .collect();
+    serve(&opts, databases, |addr| {
+        // One line, flushed: a supervisor or a test reads the address from it.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "serving http://{addr}/ with {threads} thread(s): {}",
+            names.join("; ")
+        );
+        let _ = out.flush();
+    })?;
+    eprintln!("stopped");
+    Ok(())
+}
