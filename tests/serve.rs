@@ -372,6 +372,44 @@ fn concurrent_clients_get_the_answers_of_one_client() {
     assert!(start.elapsed() < Duration::from_secs(60));
 }
 
+/// The load generator of scripts/serve-bench (tools/serve_load.rs, one standard-library
+/// file): compiled here as the script compiles it, it sends its requests and counts no
+/// error.
+#[test]
+fn the_load_generator_of_the_benchmark_runs_clean() {
+    let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let load = out_dir.join("serve_load");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/serve_load.rs");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let built = Command::new(rustc)
+        .args(["--edition", "2021", "-O"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&load)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let server = Server::start(&[]);
+    let out = Command::new(&load)
+        .args([&server.base, "awari", "6", "13", "300", "8"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.starts_with("300 requests (300 answered 200, 0 errors)"),
+        "{said}"
+    );
+}
+
 #[test]
 fn a_full_server_answers_429_and_still_its_health() {
     let server = Server::start(&["--max-concurrent", "0"]);

@@ -4,8 +4,9 @@
 //! uniformly in 0..=MAX, each seed dropped in a random pit. Prints throughput, latency
 //! percentiles and the errors (any answer but 200).
 //!
-//! `cargo run --release --example serve_load -- URL RULES PITS MAX N C`
-//! e.g. `... -- http://127.0.0.1:8080 awari 6 20 100000 64`
+//! One file, compiled on its own (`rustc --edition 2021 -O tools/serve_load.rs`):
+//! `serve_load URL RULES PITS MAX N C`, e.g.
+//! `serve_load http://127.0.0.1:8080 awari 6 20 100000 64`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
