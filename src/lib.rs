@@ -71,7 +71,7 @@ pub mod dist {
     #[cfg(feature = "mpi")]
     pub use crate::solve::dist::mpi_comm::MpiComm;
     pub use crate::solve::dist::{
-        build_slices, owner, solve_slice, Comm, DistOptions, LowerSlices, SliceReport, ROUND,
+        build_slices, owner, solve_slice, Comm, DistOptions, LowerSlices, Mail, SliceReport, ROUND,
         SEGMENT,
     };
     #[cfg(feature = "mpi")]

@@ -55,11 +55,54 @@ pub trait Comm {
     /// Ranks in all.
     fn size(&self) -> usize;
     /// Sends `send[s]` to rank `s`; returns what each rank sent to this one.
-    fn exchange(&self, send: Vec<Vec<u8>>) -> Vec<Vec<u8>>;
+    fn exchange(&self, send: Vec<Vec<u8>>) -> Mail;
     /// The sum of `x` over all ranks.
     fn sum(&self, x: u64) -> u64;
     /// Bytes this rank has sent so far (for the report).
     fn bytes_sent(&self) -> u64;
+}
+
+/// What the ranks sent to this one in an exchange, one after another in rank order in
+/// one buffer (so that it is received without a copy per rank).
+pub struct Mail {
+    bytes: Vec<u8>,
+    /// Where each rank's part starts in `bytes`, and the end.
+    starts: Vec<usize>,
+}
+
+impl Mail {
+    /// The parts of `parts[r]` from rank `r`.
+    pub fn from_parts(parts: Vec<Vec<u8>>) -> Mail {
+        let mut starts = vec![0];
+        for p in &parts {
+            starts.push(starts.last().unwrap() + p.len());
+        }
+        Mail {
+            bytes: parts.concat(),
+            starts,
+        }
+    }
+
+    /// A buffer of `len` bytes to receive into, with the parts' starts.
+    pub fn with_starts(bytes: Vec<u8>, starts: Vec<usize>) -> Mail {
+        assert_eq!(starts.last().copied(), Some(bytes.len()));
+        Mail { bytes, starts }
+    }
+
+    /// What rank `r` sent.
+    pub fn from(&self, r: usize) -> &[u8] {
+        &self.bytes[self.starts[r]..self.starts[r + 1]]
+    }
+
+    /// What each rank sent, in rank order.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        self.starts.windows(2).map(|w| &self.bytes[w[0]..w[1]])
+    }
+
+    /// Everything received, the ranks' parts one after another.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
 }
 
 /// This rank's slices of the finished levels: `values[m]` holds the indices
@@ -103,7 +146,7 @@ pub fn solve_slice<C: Comm, T>(
         })
         .reduce(|| [0u8; 16], |a, b| std::array::from_fn(|k| a[k] | b[k]));
     let masks = comm.exchange(vec![mask.to_vec(); ranks]);
-    let needed = |t: usize| masks.iter().any(|m| m[t / 8] & (1 << (t % 8)) != 0);
+    let needed = |t: usize| masks.parts().any(|m| m[t / 8] & (1 << (t % 8)) != 0);
     let back = Backward {
         rules,
         index,
@@ -176,12 +219,13 @@ fn forward<C: Comm>(
         }
         // Answer the requests for this rank's slices of the lower levels.
         let asked = comm.exchange(requests);
-        let answers: Vec<Vec<u8>> = asked.iter().map(|buf| answer(buf, lower)).collect();
+        let answers: Vec<Vec<u8>> = asked.parts().map(|buf| answer(buf, lower)).collect();
+        drop(asked);
         let got = comm.exchange(answers);
         tasks.par_iter().enumerate().for_each(|(task, asked)| {
             for &(j, c, o, k) in &asked.captures {
                 let cell = &state.value[(lo - mine.start) as usize + j as usize];
-                let v = c as i8 - got[o as usize][(at[task][o as usize] + k) as usize] as i8;
+                let v = c as i8 - got.from(o as usize)[(at[task][o as usize] + k) as usize] as i8;
                 // Only positions with moves have captures: their exit starts at NO_EXIT.
                 if v > cell.load(Relaxed) as i8 {
                     cell.store(v as u8, Relaxed);
@@ -317,8 +361,9 @@ fn threshold<C: Comm>(comm: &C, back: &Backward, mine: &Range<u64>, t: i8) {
             return;
         }
         let got = comm.exchange(outbox);
-        got.par_iter()
-            .flat_map(|buf| buf.par_chunks(8 * CHUNK as usize))
+        // Every part is whole 8-byte updates, so the buffer cuts anywhere on 8 bytes.
+        got.bytes()
+            .par_chunks(8 * CHUNK as usize)
             .for_each_init(Work::default, |work, updates| {
                 back.apply(t, updates, work);
                 flush(work);
@@ -507,7 +552,7 @@ pub mod mpi_comm {
     use mpi::datatype::{Partition, PartitionMut};
     use mpi::traits::*;
 
-    use super::Comm;
+    use super::{Comm, Mail};
 
     /// The world of an MPI job.
     pub struct MpiComm {
@@ -561,7 +606,7 @@ pub mod mpi_comm {
             self.world.size() as usize
         }
 
-        fn exchange(&self, send: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        fn exchange(&self, send: Vec<Vec<u8>>) -> Mail {
             let size = self.size();
             let lens: Vec<u64> = send.iter().map(|b| b.len() as u64).collect();
             let mut recv_lens = vec![0u64; size];
@@ -577,40 +622,63 @@ pub mod mpi_comm {
                 &mut rounds,
                 SystemOperation::max(),
             );
-            let mut got: Vec<Vec<u8>> = recv_lens
-                .iter()
-                .map(|&l| Vec::with_capacity(l as usize))
-                .collect();
+            let mut starts = vec![0usize];
+            for &l in &recv_lens {
+                starts.push(starts[starts.len() - 1] + l as usize);
+            }
+            let total = starts[size];
             let part = |len: u64, k: u64| (k * piece).min(len)..((k + 1) * piece).min(len);
             // At most `piece`, so below 2^31.
             let count = |len: u64, k: u64| {
                 let r = part(len, k);
                 (r.end - r.start) as mpi::Count
             };
-            for k in 0..rounds {
-                let counts: Vec<mpi::Count> = lens.iter().map(|&l| count(l, k)).collect();
-                let recv_counts: Vec<mpi::Count> = recv_lens.iter().map(|&l| count(l, k)).collect();
+            // One spare byte after each buffer: two empty vectors share one dangling
+            // address, which MPI takes for the same buffer given twice and refuses.
+            let mut bytes = vec![0u8; total + 1];
+            if rounds == 1 {
+                // One round: the parts land in their places, and the outboxes are given
+                // back before the answers arrive.
+                let counts: Vec<mpi::Count> = lens.iter().map(|&l| l as mpi::Count).collect();
+                let recv_counts: Vec<mpi::Count> =
+                    recv_lens.iter().map(|&l| l as mpi::Count).collect();
                 let (sd, rd) = (displacements(&counts), displacements(&recv_counts));
-                let mut flat: Vec<u8> = Vec::with_capacity(sd[size] as usize + 1);
-                for (s, b) in send.iter().enumerate() {
-                    let r = part(lens[s], k);
-                    flat.extend_from_slice(&b[r.start as usize..r.end as usize]);
-                }
+                let mut flat = send.concat();
+                drop(send);
                 self.sent.fetch_add(flat.len() as u64, Relaxed);
-                // One spare byte each: two empty vectors share one dangling address,
-                // which MPI takes for the same buffer given twice and refuses.
                 flat.push(0);
-                let mut buf = vec![0u8; rd[size] as usize + 1];
-                {
-                    let out = Partition::new(&flat[..], &counts[..], &sd[..size]);
-                    let mut inp = PartitionMut::new(&mut buf[..], &recv_counts[..], &rd[..size]);
-                    self.world.all_to_all_varcount_into(&out, &mut inp);
-                }
-                for (r, g) in got.iter_mut().enumerate() {
-                    g.extend_from_slice(&buf[rd[r] as usize..rd[r + 1] as usize]);
+                let out = Partition::new(&flat[..], &counts[..], &sd[..size]);
+                let mut inp = PartitionMut::new(&mut bytes[..], &recv_counts[..], &rd[..size]);
+                self.world.all_to_all_varcount_into(&out, &mut inp);
+            } else {
+                for k in 0..rounds {
+                    let counts: Vec<mpi::Count> = lens.iter().map(|&l| count(l, k)).collect();
+                    let recv_counts: Vec<mpi::Count> =
+                        recv_lens.iter().map(|&l| count(l, k)).collect();
+                    let (sd, rd) = (displacements(&counts), displacements(&recv_counts));
+                    let mut flat: Vec<u8> = Vec::with_capacity(sd[size] as usize + 1);
+                    for (s, b) in send.iter().enumerate() {
+                        let r = part(lens[s], k);
+                        flat.extend_from_slice(&b[r.start as usize..r.end as usize]);
+                    }
+                    self.sent.fetch_add(flat.len() as u64, Relaxed);
+                    flat.push(0);
+                    let mut buf = vec![0u8; rd[size] as usize + 1];
+                    {
+                        let out = Partition::new(&flat[..], &counts[..], &sd[..size]);
+                        let mut inp =
+                            PartitionMut::new(&mut buf[..], &recv_counts[..], &rd[..size]);
+                        self.world.all_to_all_varcount_into(&out, &mut inp);
+                    }
+                    for r in 0..size {
+                        let at = starts[r] + part(recv_lens[r], k).start as usize;
+                        let piece = &buf[rd[r] as usize..rd[r + 1] as usize];
+                        bytes[at..at + piece.len()].copy_from_slice(piece);
+                    }
                 }
             }
-            got
+            bytes.truncate(total);
+            Mail::with_starts(bytes, starts)
         }
 
         fn sum(&self, x: u64) -> u64 {
@@ -631,7 +699,7 @@ pub mod mpi_comm {
 pub mod local {
     use std::sync::{Arc, Barrier, Mutex};
 
-    use super::Comm;
+    use super::{Comm, Mail};
 
     /// The shared mailbox of the ranks.
     struct Shared {
@@ -677,7 +745,7 @@ pub mod local {
             self.size
         }
 
-        fn exchange(&self, send: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        fn exchange(&self, send: Vec<Vec<u8>>) -> Mail {
             let bytes: u64 = send.iter().map(|b| b.len() as u64).sum();
             self.sent
                 .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
@@ -685,9 +753,11 @@ pub mod local {
             self.shared.barrier.wait();
             let got = {
                 let mail = self.shared.mail.lock().unwrap();
-                (0..self.size)
-                    .map(|from| mail[from][self.rank].clone())
-                    .collect()
+                Mail::from_parts(
+                    (0..self.size)
+                        .map(|from| mail[from][self.rank].clone())
+                        .collect(),
+                )
             };
             self.shared.barrier.wait();
             got
