@@ -438,10 +438,37 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
     if board.own_seeds() == 0 {
         return Exits::Terminal(-(board.seeds() as i8));
     }
+    let np = 2 * p;
+    let opponent_empty = board.pits[p..np].iter().all(|&c| c == 0);
     let mut stay = 0u8;
     let mut legal = false;
     for o in 0..p {
-        if board.pits[o] == 0 {
+        let s = board.pits[o] as usize;
+        if s == 0 {
+            continue;
+        }
+        // Most moves neither capture nor starve, and that shows without sowing: where the
+        // last seed lands and how many seeds that pit then holds follow from the count.
+        // (A division only for the rare move that laps the board.)
+        let (laps, rem) = if s < np - 1 {
+            (0, s)
+        } else {
+            (s / (np - 1), s % (np - 1))
+        };
+        let (last, lands) = if rem == 0 {
+            ((o + np - 1) % np, laps)
+        } else {
+            ((o + rem) % np, laps + 1)
+        };
+        let may_capture = last >= p && matches!(board.pits[last] as usize + lands, 2 | 3);
+        if !may_capture {
+            // Without a capture the opponent is starved only if it had no seeds and the
+            // sowing stops short of its row.
+            if opponent_empty && o + s < p {
+                continue;
+            }
+            legal = true;
+            stay += 1;
             continue;
         }
         let (pits, captured, starved) = play_raw(board, rules, o);
@@ -568,6 +595,64 @@ mod tests {
 
     fn find(moves: &Moves, pit: u8) -> Move {
         *moves.as_slice().iter().find(|m| m.pit == pit).unwrap()
+    }
+
+    /// Every board of `n` seeds on `p` pits per side (stored or not).
+    fn all_boards(p: usize, n: usize, f: &mut impl FnMut(&Board)) {
+        fn fill(b: &mut Board, i: usize, left: usize, f: &mut impl FnMut(&Board)) {
+            if i == 0 {
+                b.set(0, left as u8);
+                f(b);
+                return;
+            }
+            for x in 0..=left {
+                b.set(i, x as u8);
+                fill(b, i - 1, left - x, f);
+            }
+            b.set(i, 0);
+        }
+        fill(&mut Board::empty(p), 2 * p - 1, n, f);
+    }
+
+    /// The solver's shortcut (no sowing for moves that cannot capture) against the full
+    /// move generator, on every board of small levels, laps included.
+    #[test]
+    fn exits_agree_with_legal_moves() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (p, top) in [(2, 16), (3, 18), (4, 13), (6, 9)] {
+                let mut boards = 0;
+                for n in 0..=top {
+                    all_boards(p, n, &mut |board| {
+                        boards += 1;
+                        let mut caps = Vec::new();
+                        let exits = for_each_exit(board, rules, |c, child| caps.push((c, *child)));
+                        let moves = legal_moves(board, rules);
+                        let want = if let Some(v) = moves.terminal_value {
+                            Exits::Terminal(v)
+                        } else if moves.as_slice().iter().all(|m| m.ends_game) {
+                            Exits::AllEnd
+                        } else {
+                            let stay = moves.as_slice().iter().filter(|m| m.captured == 0).count();
+                            Exits::Moves { stay: stay as u8 }
+                        };
+                        assert_eq!(exits, want, "{rules} {board:?}");
+                        let want_caps: Vec<(u8, Board)> = match want {
+                            Exits::Moves { .. } => moves
+                                .as_slice()
+                                .iter()
+                                .filter(|m| m.captured > 0)
+                                .map(|m| (m.captured, m.child))
+                                .collect(),
+                            _ => Vec::new(),
+                        };
+                        if matches!(want, Exits::Moves { .. }) {
+                            assert_eq!(caps, want_caps, "{rules} {board:?}");
+                        }
+                    });
+                }
+                assert!(boards > 4_000, "{p} pits: only {boards} boards");
+            }
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use crate::game::index::Index;
 use crate::game::rules::{for_each_exit, Exits, Rules};
 use crate::game::scan::NO_EXIT;
-use crate::solve::level::{Backward, State, Work, CHUNK};
+use crate::solve::level::{threshold_bit, Backward, State, Work, CHUNK};
 use crate::solve::plan::{largest_slice, slice};
 use crate::util::prefetch;
 
@@ -131,22 +131,13 @@ pub fn solve_slice<C: Comm, T>(
     forward(comm, rules, index, n, lower, &mine, &state);
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
-    let mask = state
-        .value
-        .par_chunks(CHUNK as usize)
-        .map(|part| {
-            let mut mask = [0u8; 16];
-            for b in part {
-                let t = (b.load(Relaxed) as i8).unsigned_abs() as usize;
-                if (1..=n).contains(&t) {
-                    mask[t / 8] |= 1 << (t % 8);
-                }
-            }
-            mask
-        })
-        .reduce(|| [0u8; 16], |a, b| std::array::from_fn(|k| a[k] | b[k]));
-    let masks = comm.exchange(vec![mask.to_vec(); ranks]);
-    let needed = |t: usize| masks.parts().any(|m| m[t / 8] & (1 << (t % 8)) != 0);
+    let mask = state.survey();
+    let masks = comm.exchange(vec![mask.to_le_bytes().to_vec(); ranks]);
+    let needed = |t: i8| {
+        masks
+            .parts()
+            .any(|m| u64::from_le_bytes(m.try_into().unwrap()) & threshold_bit(t) != 0)
+    };
     let back = Backward {
         rules,
         index,
@@ -156,7 +147,7 @@ pub fn solve_slice<C: Comm, T>(
         ranks,
     };
     for t in (1..=n as i8).rev() {
-        if needed(t as usize) {
+        if needed(t) {
             threshold(comm, &back, &mine, t);
         }
     }
@@ -224,7 +215,7 @@ fn forward<C: Comm>(
         let got = comm.exchange(answers);
         tasks.par_iter().enumerate().for_each(|(task, asked)| {
             for &(j, c, o, k) in &asked.captures {
-                let cell = &state.value[(lo - mine.start) as usize + j as usize];
+                let cell = state.value((lo - mine.start) as usize + j as usize);
                 let v = c as i8 - got.from(o as usize)[(at[task][o as usize] + k) as usize] as i8;
                 // Only positions with moves have captures: their exit starts at NO_EXIT.
                 if v > cell.load(Relaxed) as i8 {
@@ -282,11 +273,11 @@ fn scan(
             Exits::AllEnd => (n as i8, 0),
             Exits::Moves { stay } => (NO_EXIT, stay),
         };
-        state.count[at].store(stay, Relaxed);
-        state.value[at].store(b as u8, Relaxed);
+        state.count(at).store(stay, Relaxed);
+        state.value(at).store(b as u8, Relaxed);
         if reads.len() >= READ_BATCH || i + 1 == range.end {
             for &(at, c, m, off) in &reads {
-                let cell = &state.value[at];
+                let cell = state.value(at);
                 let v = c as i8 - lower.values[m][off] as i8;
                 if v > cell.load(Relaxed) as i8 {
                     cell.store(v as u8, Relaxed);
