@@ -67,6 +67,7 @@ pub fn bench(
             force: true,
             check: true,
             progress: false,
+            spill_from: crate::solve::build::SPILL_FROM,
         };
         let started = std::time::Instant::now();
         let levels = pool.install(|| build(&build_opts, |r| on_level(threads, r), |_| {}))?;

@@ -208,6 +208,7 @@ pub fn solve(
             force: false,
             check: true,
             progress: opts.progress,
+            spill_from: crate::solve::build::SPILL_FROM,
         };
         build(&b, |_| {}, |w| warn(w))?;
     }

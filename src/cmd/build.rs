@@ -34,6 +34,12 @@ pub struct BuildArgs {
     /// assembles the level files. Needs the `mpi` feature.
     #[arg(long)]
     distributed: bool,
+    /// Levels whose solver state (2 bytes per position) takes at least this many MiB
+    /// write it to a temporary file during the forward pass and read it back once the
+    /// lower levels are let go, so that the two never take memory at once (0: every
+    /// level). Costs a write and a read of the state.
+    #[arg(long, value_name = "MIB", default_value_t = awari::SPILL_FROM >> 20)]
+    spill_from: u64,
 }
 
 /// The ranks of the MPI job this process was started in by `mpirun`, if it says (Open
@@ -60,6 +66,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         force,
         no_check,
         distributed: _,
+        spill_from,
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits, max_seeds)?;
@@ -72,6 +79,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         force,
         check: !no_check,
         progress: std::io::stderr().is_terminal(),
+        spill_from: spill_from.saturating_mul(1 << 20),
     };
     let dir = db.db_dir();
     // A build that cannot finish is not started (build checks again, level by level).

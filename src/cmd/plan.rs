@@ -279,6 +279,7 @@ fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
         force: true,
         check: true,
         progress: false,
+        spill_from: awari::SPILL_FROM,
     };
     eprintln!("calibrating: {rules} levels 0..={max_seeds}, {pits} pits per side");
     let reports = build(&opts, |_| {}, |_| {});

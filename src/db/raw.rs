@@ -271,6 +271,20 @@ impl RawLevel {
     pub fn value(&self, i: u64) -> i8 {
         self.map[PAYLOAD_OFFSET + i as usize] as i8
     }
+
+    /// Lets the kernel take back the pages of the map read so far (they no longer count
+    /// in this process's memory); a later read brings them back from the file (the page
+    /// cache, usually). Best effort: a kernel that refuses only keeps the pages.
+    pub fn release(&self) {
+        release_map(&self.map);
+    }
+}
+
+/// [`RawLevel::release`] for any read-only file map.
+pub(crate) fn release_map(map: &Mmap) {
+    // SAFETY: the map is a read-only private map of a file that is never changed in place
+    // (see `open`): dropped pages read back the same bytes from the file.
+    let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
 }
 
 /// Writes one level under a temporary name; [`LevelWriter::finish`] makes it visible.

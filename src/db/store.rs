@@ -24,7 +24,7 @@ use crate::db::layout::{
 };
 use crate::db::model::Model;
 use crate::db::pack::{PackHeader, PackedLevel};
-use crate::db::raw::{Check, Header, RawLevel, PAYLOAD_OFFSET};
+use crate::db::raw::{release_map, Check, Header, RawLevel, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
@@ -170,6 +170,16 @@ impl Values {
             Values::File(m) => m,
         }
     }
+
+    /// Lets the kernel take back the pages of a file map ([`RawLevel::release`]); values
+    /// in memory stay.
+    pub fn release(&self) {
+        match self {
+            Values::Mapped(l) => l.release(),
+            Values::Owned(_) => {}
+            Values::File(m) => release_map(m),
+        }
+    }
 }
 
 /// The values of levels `0, 1, ...` of one database, read bottom-up, for whole-level
@@ -242,6 +252,12 @@ impl LevelStack {
     /// [`LevelStack::load_below`]).
     pub fn below(&self, n: usize) -> Vec<&[u8]> {
         self.levels.iter().take(n).map(Values::bytes).collect()
+    }
+
+    /// Lets the kernel take back the pages of every mapped level held
+    /// ([`Values::release`]): the builder's backward pass reads no lower level.
+    pub fn release(&self) {
+        self.levels.iter().for_each(Values::release);
     }
 
     /// What a whole-level reader passes as `below` to read level `n`, stored with `model`:

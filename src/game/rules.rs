@@ -455,10 +455,13 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
         } else {
             (s / (np - 1), s % (np - 1))
         };
+        // (Wrapped by a subtraction: a division here was a tenth of the forward pass.)
         let (last, lands) = if rem == 0 {
-            ((o + np - 1) % np, laps)
+            (if o == 0 { np - 1 } else { o - 1 }, laps)
+        } else if o + rem >= np {
+            (o + rem - np, laps + 1)
         } else {
-            ((o + rem) % np, laps + 1)
+            (o + rem, laps + 1)
         };
         let may_capture = last >= p && matches!(board.pits[last] as usize + lands, 2 | 3);
         if !may_capture {

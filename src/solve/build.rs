@@ -12,8 +12,10 @@ use crate::db::store::{LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
+#[cfg(test)]
+use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{solve_level, Outcomes, PhaseTimes};
-use crate::solve::plan::{check_build_fits, check_level_fits};
+use crate::solve::plan::{check_build_fits, check_level_fits, STATE_BYTES};
 use crate::util::{peak_rss, LevelBar};
 
 /// What to build.
@@ -34,7 +36,17 @@ pub struct BuildOptions {
     pub check: bool,
     /// Draw progress bars on stderr (when it is a terminal).
     pub progress: bool,
+    /// Levels whose solver state takes at least this many bytes spill it to a temporary
+    /// file in the forward pass so that it never shares memory with the lower levels
+    /// (see [`solve_level`](crate::solve::level::solve_level)); [`SPILL_FROM`] by default,
+    /// 0 for every level, `u64::MAX` for none.
+    pub spill_from: u64,
 }
+
+/// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
+/// and up). Below it the lower levels and the state together are small, and the extra
+/// write and read of the state would cost more than the memory saved.
+pub const SPILL_FROM: u64 = 256 << 20;
 
 /// One line of the build report.
 #[derive(Clone, Copy, Debug)]
@@ -96,11 +108,15 @@ pub fn build(
                 if let Err(e) = found {
                     warn(&format!("rebuilding level {n}: {}", e.one_line()));
                 }
+                let spill = STATE_BYTES * index.level_size(n) >= opts.spill_from;
                 if opts.check {
-                    check_level_fits(&dir, n, index.level_size(n))?;
+                    check_level_fits(&dir, n, index.level_size(n), spill)?;
                 }
                 let t0 = Instant::now();
-                let (stats, phases) = build_level(opts, &index, n, &done.below(n), &path)?;
+                let (stats, phases) =
+                    build_level(opts, &index, n, &done.below(n), &path, spill, || {
+                        done.release()
+                    })?;
                 let packed = packed_path(&dir, n);
                 if packed.exists() {
                     fs::remove_file(&packed).map_err(|e| Error::io(&packed, e))?;
@@ -137,11 +153,38 @@ fn build_level(
     n: usize,
     lower: &[&[u8]],
     path: &Path,
+    spill: bool,
+    release: impl FnOnce(),
 ) -> Result<(Outcomes, PhaseTimes)> {
     let size = index.level_size(n);
     // One bar: forward pass then settled positions (at most the level size).
     let bar = LevelBar::new(opts.progress, size * 2, n, "solving");
-    let (state, phases) = solve_level(opts.rules, index, n, lower, &bar);
+    // The spill file has no name once open: nothing is left behind, even by a kill.
+    let spill_path = path.with_extension("spill");
+    let mut spill_file = if spill {
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&spill_path)
+            .map_err(|e| Error::io(&spill_path, e))?;
+        fs::remove_file(&spill_path).map_err(|e| Error::io(&spill_path, e))?;
+        Some(file)
+    } else {
+        None
+    };
+    let (state, phases) = solve_level(
+        opts.rules,
+        index,
+        n,
+        lower,
+        &bar,
+        spill_file.as_mut(),
+        release,
+    )
+    .map_err(|e| Error::io(&spill_path, e))?;
+    drop(spill_file);
     bar.phase("writing", size * 2);
     let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, size)?;
     let mut stats = Outcomes::default();
@@ -175,6 +218,7 @@ mod tests {
             force,
             check: true,
             progress: false,
+            spill_from: SPILL_FROM,
         }
     }
 
@@ -183,6 +227,44 @@ mod tests {
         let mut warnings = Vec::new();
         let reports = build(opts, |_| {}, |w| warnings.push(w.to_string())).unwrap();
         (reports, warnings)
+    }
+
+    /// A spilled state (in stripes of two chunks under test) and the lower levels let go
+    /// before the backward pass give the same files as a build in memory, under both
+    /// rule sets, and leave no spill file behind.
+    #[test]
+    fn spilling_the_state_changes_no_byte() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let run = |root: &Path, spill_from: u64| {
+                let o = BuildOptions {
+                    rules,
+                    pits: 4,
+                    spill_from,
+                    ..opts(root, 16, false)
+                };
+                build_warned(&o)
+            };
+            run(a.path(), u64::MAX);
+            run(b.path(), 0);
+            let (da, db) = (db_dir(a.path(), rules, 4), db_dir(b.path(), rules, 4));
+            // Level 16 spans several stripes.
+            assert!(Index::new(4, 16).unwrap().level_size(16) > 3 * STRIPE_IN_TESTS);
+            for n in 0..=16 {
+                let (x, y) = (level_path(&da, n), level_path(&db, n));
+                assert_eq!(
+                    fs::read(&x).unwrap(),
+                    fs::read(&y).unwrap(),
+                    "{rules} level {n}"
+                );
+            }
+            let names: Vec<_> = fs::read_dir(&db)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|f| !f.ends_with(".awl") && !f.starts_with(".lock"))
+                .collect();
+            assert!(names.is_empty(), "left behind: {names:?}");
+        }
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub fn solve_slice<C: Comm, T>(
     forward(comm, rules, index, n, lower, &mine, &state);
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
-    let mask = state.survey();
+    let mask = state.survey(0..state.len());
     let masks = comm.exchange(vec![mask.to_le_bytes().to_vec(); ranks]);
     let needed = |t: i8| {
         masks
@@ -850,6 +850,7 @@ mod tests {
                 force: false,
                 check: true,
                 progress: false,
+                spill_from: crate::solve::build::SPILL_FROM,
             },
             |_| {},
             |_| {},

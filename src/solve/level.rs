@@ -11,6 +11,8 @@
 //! backward pass 10.7 s against 13.0 s with two arrays; DESIGN.md section 5). Lower
 //! levels are only read.
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -69,43 +71,50 @@ impl Outcomes {
 /// Solves level `n`, whose lower levels `lower` must hold, and returns its values in
 /// index order. `progress` is advanced by positions in the forward pass and
 /// by positions settled in the backward pass.
+///
+/// With `spill`, an empty file, the state never shares memory with the lower levels:
+/// the forward pass goes in stripes, each written to `spill` and its memory given back
+/// as soon as it is done; then `release` lets go of the lower levels (the backward pass
+/// reads none), and the state is read back. Peak memory is then about the larger of
+/// the lower levels and the state, not their sum. Fails only on the spill file's
+/// errors.
 pub fn solve_level<L: Lower + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &L,
     progress: &LevelBar,
-) -> (State, PhaseTimes) {
+    mut spill: Option<&mut File>,
+    release: impl FnOnce(),
+) -> std::io::Result<(State, PhaseTimes)> {
     let size = index.level_size(n);
     let chunks = size.div_ceil(CHUNK);
     let mut state = State::new(size);
 
     // Forward pass.
     let forward_start = Instant::now();
-    (0..chunks).into_par_iter().for_each(|c| {
-        let start = c * CHUNK;
-        let end = (start + CHUNK).min(size);
-        scan_exits(
+    let stripe = if spill.is_some() { STRIPE } else { size.max(1) };
+    let mut present = 0;
+    for first in (0..size).step_by(stripe as usize) {
+        let end = (first + stripe).min(size);
+        forward_chunks(
             rules,
             index,
             n,
             lower,
-            start,
-            (end - start) as usize,
-            |j, exits, best| {
-                let (b, stay) = match exits {
-                    Exits::Terminal(v) => (v, 0),
-                    Exits::AllEnd => (n as i8, 0),
-                    Exits::Moves { stay } => (best, stay),
-                };
-                let at = start as usize + j;
-                state.count(at).store(stay, Relaxed);
-                state.value(at).store(b as u8, Relaxed);
-            },
+            &state,
+            first / CHUNK..end.div_ceil(CHUNK),
+            progress,
         );
-        progress.inc(end - start);
-    });
-    let present = state.survey();
+        present |= state.survey(first as usize..end as usize);
+        if let Some(file) = spill.as_deref_mut() {
+            state.spill(first as usize..end as usize, file)?;
+        }
+    }
+    release();
+    if let Some(file) = spill {
+        state.restore(file)?;
+    }
     let forward = forward_start.elapsed();
 
     // Backward pass.
@@ -134,7 +143,44 @@ pub fn solve_level<L: Lower + ?Sized>(
         forward,
         backward: backward_start.elapsed(),
     };
-    (state, times)
+    Ok((state, times))
+}
+
+/// The forward pass over the chunks `chunks` of level `n`, in parallel: the best exit
+/// and the in-level moves of every position, into `state`.
+fn forward_chunks<L: Lower + ?Sized>(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    lower: &L,
+    state: &State,
+    chunks: Range<u64>,
+    progress: &LevelBar,
+) {
+    let size = index.level_size(n);
+    chunks.into_par_iter().for_each(|c| {
+        let start = c * CHUNK;
+        let end = (start + CHUNK).min(size);
+        scan_exits(
+            rules,
+            index,
+            n,
+            lower,
+            start,
+            (end - start) as usize,
+            |j, exits, best| {
+                let (b, stay) = match exits {
+                    Exits::Terminal(v) => (v, 0),
+                    Exits::AllEnd => (n as i8, 0),
+                    Exits::Moves { stay } => (best, stay),
+                };
+                let at = start as usize + j;
+                state.count(at).store(stay, Relaxed);
+                state.value(at).store(b as u8, Relaxed);
+            },
+        );
+        progress.inc(end - start);
+    });
 }
 
 /// The solver's two bytes per position of the level being built, in anonymous memory.
@@ -150,6 +196,12 @@ pub struct State {
     /// block on average. Every bit is set until [`State::survey`].
     blocks: Vec<u64>,
 }
+
+/// Positions per stripe of a forward pass that spills its state (32 MiB of state; a
+/// multiple of [`CHUNK`]).
+const STRIPE: u64 = if cfg!(test) { 2 * CHUNK } else { 1 << 24 };
+#[cfg(test)]
+pub(crate) const STRIPE_IN_TESTS: u64 = STRIPE;
 
 /// Positions per block of the threshold map [`State::survey`] makes: it costs a bit per
 /// position.
@@ -185,17 +237,21 @@ impl State {
         }
     }
 
-    /// Records, after the forward pass, which thresholds each block of positions can
-    /// seed at (the exit values present), and returns the union: the thresholds at which
-    /// the backward pass has anything to scan for.
-    pub(crate) fn survey(&mut self) -> u64 {
+    /// Records, after the forward pass over `range` (which starts at a multiple of
+    /// [`BLOCK`]), which thresholds each block of positions in it can seed at (the exit
+    /// values present), and returns the union: the thresholds at which the backward pass
+    /// has anything to scan for there.
+    pub(crate) fn survey(&mut self, range: Range<usize>) -> u64 {
+        debug_assert_eq!(range.start % BLOCK, 0);
         let cells = self.cells;
-        self.blocks
+        let first = range.start / BLOCK;
+        self.blocks[first..range.end.div_ceil(BLOCK)]
             .par_iter_mut()
             .enumerate()
             .map(|(k, mask)| {
+                let k = first + k;
                 *mask = 0;
-                let end = ((k + 1) * BLOCK).min(cells.len() / 2);
+                let end = ((k + 1) * BLOCK).min(range.end);
                 for i in k * BLOCK..end {
                     let b = cells[2 * i + 1].load(Relaxed) as i8;
                     // No exit (-128) and an exit worth 0 never seed.
@@ -222,6 +278,30 @@ impl State {
     #[inline(always)]
     pub(crate) fn value(&self, i: usize) -> &AtomicU8 {
         &self.cells[2 * i + 1]
+    }
+
+    /// Writes the cells of the positions `range` (the next ones of the level, from a
+    /// multiple of [`CHUNK`]) to `file` and gives their memory back (it reads as zeros
+    /// until [`State::restore`]).
+    fn spill(&mut self, range: Range<usize>, file: &mut File) -> std::io::Result<()> {
+        let bytes = 2 * range.start..2 * range.end;
+        file.write_all(&self.map[bytes.clone()])?;
+        // SAFETY: anonymous memory that nothing else refers to while `self` is borrowed
+        // mutably; its pages read as zeros after this, and `restore` fills them again.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                bytes.start,
+                bytes.len(),
+            )
+        };
+        Ok(())
+    }
+
+    /// Reads back every cell that [`State::spill`] wrote to `file`.
+    fn restore(&mut self, file: &mut File) -> std::io::Result<()> {
+        file.seek(SeekFrom::Start(0))?;
+        file.read_exact(&mut self.map[..])
     }
 
     /// The count and value bytes of the positions `range`, in order.
@@ -549,7 +629,16 @@ pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Ve
     }
     let mut lower = Below(Vec::new());
     for n in 0..=top {
-        let (state, _) = solve_level(rules, index, n, &lower, &LevelBar::new(false, 0, 0, ""));
+        let (state, _) = solve_level(
+            rules,
+            index,
+            n,
+            &lower,
+            &LevelBar::new(false, 0, 0, ""),
+            None,
+            || {},
+        )
+        .unwrap();
         let values = (0..state.len())
             .map(|i| state.final_value(i) as u8)
             .collect();

@@ -135,7 +135,7 @@ pub fn plan(
 /// Refuses to start level `n` of `positions` positions into `dir` when the solver state
 /// would not fit the memory available now, or its file the free disk under `dir`: the
 /// error says what it needs, what there is, and what to do.
-pub fn check_level_fits(dir: &Path, n: usize, positions: u64) -> Result<()> {
+pub fn check_level_fits(dir: &Path, n: usize, positions: u64, spill: bool) -> Result<()> {
     let state = STATE_BYTES * positions;
     if let Some(free) = memory_available() {
         if state > free {
@@ -149,7 +149,8 @@ pub fn check_level_fits(dir: &Path, n: usize, positions: u64) -> Result<()> {
             )));
         }
     }
-    let file = PAYLOAD_OFFSET as u64 + positions;
+    // A spilled state lies on disk beside the level until the backward pass.
+    let file = PAYLOAD_OFFSET as u64 + positions + if spill { state } else { 0 };
     if let Some(free) = disk_available(dir) {
         if file > free {
             return Err(Error::Resources(format!(
@@ -312,8 +313,8 @@ mod tests {
     #[test]
     fn a_level_too_big_for_this_machine_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(check_level_fits(dir.path(), 10, 351_351).is_ok());
-        let e = check_level_fits(dir.path(), 60, u64::MAX / 4).unwrap_err();
+        assert!(check_level_fits(dir.path(), 10, 351_351, true).is_ok());
+        let e = check_level_fits(dir.path(), 60, u64::MAX / 4, false).unwrap_err();
         assert!(
             e.to_string().contains("needs") && e.to_string().contains("--no-check"),
             "{e}"

@@ -28,6 +28,7 @@ pub fn build_levels(root: &Path, rules: Rules, pits: usize, max: usize) -> Vec<L
         force: false,
         check: true,
         progress: false,
+        spill_from: awari::SPILL_FROM,
     };
     build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap()
 }
