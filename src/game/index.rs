@@ -23,6 +23,21 @@ const ROWS: usize = 256;
 /// Columns: `C(a, b)` with `b < 2 * MAX_PITS`.
 const COLS: usize = 2 * MAX_PITS;
 
+/// A position in a level that [`Index::seek`] moves to any index, cheaply when the
+/// indices rise a little at a time (the backward pass's seeds come in index order).
+#[derive(Clone, Debug)]
+pub struct Cursor {
+    board: Board,
+    /// For pit `i`: the indices `lo[i]..hi[i]` of the positions whose pits above `i`
+    /// are the board's (empty for pits below the top until a walk sets them), the seeds
+    /// `left[i]` for pits `i..=0`, and whether those must still leave an opponent pit
+    /// empty (`open[i]`).
+    lo: [u64; 2 * MAX_PITS],
+    hi: [u64; 2 * MAX_PITS],
+    left: [u8; 2 * MAX_PITS],
+    open: [bool; 2 * MAX_PITS],
+}
+
 /// Ranking tables for one board size, valid for every level up to `max_seeds`.
 #[derive(Clone, Debug)]
 pub struct Index {
@@ -251,6 +266,91 @@ impl Index {
         b
     }
 
+    /// A [`Cursor`] on level `n`, on no position yet.
+    pub fn cursor(&self, n: usize) -> Cursor {
+        let top = 2 * self.p - 1;
+        let mut c = Cursor {
+            board: Board::empty(self.p),
+            lo: [0; 2 * MAX_PITS],
+            hi: [0; 2 * MAX_PITS],
+            left: [0; 2 * MAX_PITS],
+            open: [false; 2 * MAX_PITS],
+        };
+        c.hi[top] = self.level_size(n);
+        c.left[top] = n as u8;
+        c.open[top] = true;
+        c
+    }
+
+    /// The position of `cursor`'s level with index `i`, as [`Index::unrank`] gives it,
+    /// found from the cursor's last position: the pits above the lowest pit whose range
+    /// of indices holds `i` are kept, and only the pits below it are walked again.
+    #[inline]
+    pub fn seek<'a>(&self, cursor: &'a mut Cursor, i: u64) -> &'a Board {
+        let p = self.p;
+        let top = 2 * p - 1;
+        assert!(i < cursor.hi[top], "rank {i} out of level");
+        let mut pit = 1;
+        while pit < top && !(cursor.lo[pit] <= i && i < cursor.hi[pit]) {
+            pit += 1;
+        }
+        let c = cursor;
+        let mut r = c.left[pit] as usize;
+        let mut constrained = c.open[pit];
+        let mut lo = c.lo[pit];
+        let mut rank = i - lo;
+        while pit >= 1 {
+            // As in `unrank`: walk the values of the pit up from 0, taking off the
+            // positions each one accounts for (`with`), until the rank falls inside one.
+            let mut x = 0;
+            let mut with;
+            if constrained {
+                let m = pit - p;
+                with = self.cnt(pit, r);
+                if rank >= with {
+                    rank -= with;
+                    lo += with;
+                    x = 1;
+                    loop {
+                        let left = r - x;
+                        with = self.cnt(pit, left)
+                            - if left >= m {
+                                self.cnt(pit, left - m)
+                            } else {
+                                0
+                            };
+                        if rank < with {
+                            break;
+                        }
+                        rank -= with;
+                        lo += with;
+                        x += 1;
+                    }
+                }
+                constrained = x != 0 && pit > p;
+            } else {
+                loop {
+                    with = self.cnt(pit, r - x);
+                    if rank < with {
+                        break;
+                    }
+                    rank -= with;
+                    lo += with;
+                    x += 1;
+                }
+            }
+            c.board.set(pit, x as u8);
+            r -= x;
+            pit -= 1;
+            c.lo[pit] = lo;
+            c.hi[pit] = lo + with;
+            c.left[pit] = r as u8;
+            c.open[pit] = constrained;
+        }
+        c.board.set(0, r as u8);
+        &c.board
+    }
+
     /// The first position of level `n` in index order.
     pub fn first(&self, n: usize) -> Board {
         // Everything in pit 0: the smallest vector, and its opponent row is empty.
@@ -355,6 +455,39 @@ mod tests {
             assert_eq!(level.len() as u64, idx.level_size(n));
             for (r, b) in level.iter().enumerate() {
                 assert_eq!(idx.rank(b), r as u64);
+            }
+        }
+    }
+
+    /// A cursor gives what unrank gives: every index of small levels in order, rising
+    /// runs with gaps of every scale, and indices that go back.
+    #[test]
+    fn cursor_seeks_like_unrank() {
+        for p in 2..=6 {
+            let top = [0, 0, 14, 12, 10, 9, 8][p];
+            let index = Index::new(p, top).unwrap();
+            for n in 0..=top {
+                let size = index.level_size(n);
+                let mut c = index.cursor(n);
+                for i in 0..size {
+                    assert_eq!(*index.seek(&mut c, i), index.unrank(n, i), "{p} {n} {i}");
+                }
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                let mut i = 0;
+                let mut c = index.cursor(n);
+                for k in 0..2000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Gaps of 0 to about 2^(k % 20); now and then a step back.
+                    let gap = x % (1 << (k % 20)).max(1);
+                    i = if k % 97 == 0 {
+                        x % size
+                    } else {
+                        (i + gap) % size
+                    };
+                    assert_eq!(*index.seek(&mut c, i), index.unrank(n, i), "{p} {n} {i}");
+                }
             }
         }
     }

@@ -439,6 +439,8 @@ impl Backward<'_> {
             (range.end - self.base) as usize,
         );
         let bit = threshold_bit(t);
+        // Seeds come in index order: each is unranked from the one before.
+        let mut cursor = self.index.cursor(self.n);
         let mut from = lo;
         while from < hi {
             let block = from / BLOCK;
@@ -462,7 +464,7 @@ impl Backward<'_> {
                     continue;
                 }
                 let i = self.base + at as u64;
-                work.stack.push((i, self.index.unrank(self.n, i), won));
+                work.stack.push((i, *self.index.seek(&mut cursor, i), won));
                 // Seeds are gathered into a batch before their predecessors are
                 // generated: one seed alone has too few for the prefetches to overlap.
                 if work.stack.len() >= BACKWARD_BATCH {
