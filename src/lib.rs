@@ -46,7 +46,7 @@ pub use db::layout::{
 };
 pub use db::lock::DirLock;
 pub use error::{Error, Result};
-pub use game::index::Index;
+pub use game::index::{Cursor, Index};
 pub use game::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
 pub use solve::build::{build, BuildOptions, LevelReport, SPILL_FROM};
 pub use solve::level::{Outcomes, PhaseTimes};

@@ -255,7 +255,7 @@ impl LevelStack {
     }
 
     /// Lets the kernel take back the pages of every mapped level held
-    /// ([`Values::release`]): the builder's backward pass reads no lower level.
+    /// (a map's pages, not values in memory): the builder's backward pass reads no lower level.
     pub fn release(&self) {
         self.levels.iter().for_each(Values::release);
     }

@@ -38,7 +38,7 @@ pub struct BuildOptions {
     pub progress: bool,
     /// Levels whose solver state takes at least this many bytes spill it to a temporary
     /// file in the forward pass so that it never shares memory with the lower levels
-    /// (see [`solve_level`](crate::solve::level::solve_level)); [`SPILL_FROM`] by default,
+    /// (DESIGN.md section 5.2, "Spilling"); [`SPILL_FROM`] by default,
     /// 0 for every level, `u64::MAX` for none.
     pub spill_from: u64,
 }
