@@ -111,8 +111,8 @@ pub fn solve_level<L: Lower + ?Sized>(
             state.spill(first as usize..end as usize, file)?;
         }
     }
-    release();
     if let Some(file) = spill {
+        release();
         state.restore(file)?;
     }
     let forward = forward_start.elapsed();
