@@ -1,5 +1,6 @@
 //! Small helpers that know nothing of the game or its files: thousands separators, a
-//! cache prefetch hint, the process's peak memory, and the progress bar of one level.
+//! cache prefetch hint, anonymous memory in huge pages, the process's peak memory, and
+//! the progress bar of one level.
 
 /// A count with thousands separators: 1234567 -> "1,234,567".
 pub fn group(x: u64) -> String {
@@ -26,6 +27,74 @@ pub fn prefetch<T>(x: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = x;
+}
+
+/// Zeroed anonymous memory that the kernel is asked to back with huge pages (2 MiB on
+/// x86-64): the solver reads its state and the lower levels at random, and with 4 KiB
+/// pages nearly every such read would also miss the TLB.
+pub struct HugeBuf {
+    map: memmap2::MmapMut,
+    len: usize,
+}
+
+impl HugeBuf {
+    /// `len` zero bytes (at least one page is mapped, so that a level of no positions has
+    /// a buffer too).
+    pub fn zeroed(len: usize) -> std::io::Result<HugeBuf> {
+        let map = memmap2::MmapMut::map_anon(len.max(1))?;
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Ok(HugeBuf { map, len })
+    }
+
+    /// Keeps the first `len` bytes and gives the memory of whole pages after them back to
+    /// the kernel.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        self.len = len;
+        let page = 4096;
+        let from = len.next_multiple_of(page);
+        if from < self.map.len() {
+            // SAFETY: anonymous memory past `len`, which no slice of `self` reaches any
+            // more (they are bounded by `len` and borrow `self`).
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    from,
+                    self.map.len() - from,
+                )
+            };
+        }
+    }
+
+    /// Gives the memory of the bytes `range` back to the kernel: they read as zeros after.
+    pub fn discard(&mut self, range: std::ops::Range<usize>) {
+        // SAFETY: as in `truncate`; `&mut self` means no slice of the range is alive.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                range.start,
+                range.len(),
+            )
+        };
+    }
+}
+
+impl std::ops::Deref for HugeBuf {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        &self.map[..self.len]
+    }
+}
+
+impl std::ops::DerefMut for HugeBuf {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.map[..self.len]
+    }
 }
 
 /// The peak resident set size of this process in bytes (`VmHWM`), where the OS says.

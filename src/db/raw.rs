@@ -272,6 +272,17 @@ impl RawLevel {
         self.map[PAYLOAD_OFFSET + i as usize] as i8
     }
 
+    /// Copies the payload into `out` (as long as the payload) by reading the file, not the
+    /// map, so that the copy is the only one counted in this process's memory.
+    pub fn read_payload(&self, out: &mut [u8]) -> Result<()> {
+        use std::io::Read;
+        debug_assert_eq!(out.len() as u64, self.header.positions);
+        let mut file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        file.seek(SeekFrom::Start(PAYLOAD_OFFSET as u64))
+            .and_then(|_| file.read_exact(out))
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
     /// Lets the kernel take back the pages of the map read so far (they no longer count
     /// in this process's memory); a later read brings them back from the file (the page
     /// cache, usually). Best effort: a kernel that refuses only keeps the pages.

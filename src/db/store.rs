@@ -254,6 +254,11 @@ impl LevelStack {
         self.levels.iter().take(n).map(Values::bytes).collect()
     }
 
+    /// Level `m`, if held.
+    pub fn get(&self, m: usize) -> Option<&Values> {
+        self.levels.get(m)
+    }
+
     /// Lets the kernel take back the pages of every mapped level held
     /// (a map's pages, not values in memory): the builder's backward pass reads no lower level.
     pub fn release(&self) {

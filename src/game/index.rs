@@ -134,26 +134,6 @@ impl Index {
         self.c(r + i, i) - self.c(r + i - x, i)
     }
 
-    /// The same for an opponent pit `i` with no empty opponent pit above it.
-    #[inline(always)]
-    fn below_constrained(&self, i: usize, r: usize, x: usize) -> u64 {
-        let all = self.below_free(i, r, x);
-        if x == 0 {
-            return 0;
-        }
-        // The completions with y = 0 here are free; those with y in 1..x must leave an
-        // empty opponent pit among the m below, so drop the ones with all m non-empty:
-        // sum_{y=1}^{x-1} cnt(i, r-y-m) = S(i, r-m, x) - cnt(i, r-m), zero if r < m.
-        let m = i - self.p;
-        if r < m {
-            return all;
-        }
-        let rm = r - m;
-        // rm + i - x = (r - x) + P is never negative.
-        let full = self.c(rm + i, i) - self.c(rm + i - x, i);
-        all - (full - self.cnt(i, rm))
-    }
-
     /// Positions in level `n`: `C(n+2P-1, 2P-1) - C(n+P-1, 2P-1)`.
     pub fn level_size(&self, n: usize) -> u64 {
         assert!(n <= self.max_seeds);
@@ -191,23 +171,30 @@ impl Index {
     fn rank_p<const P: usize>(&self, pits: &[u8; 2 * MAX_PITS], n: usize) -> u64 {
         let mut r = n;
         let mut rank = 0u64;
-        // Opponent pits down to the first empty one: constrained counts.
-        let mut i = 2 * P - 1;
-        while i >= P {
+        // Opponent pits: plain counts, except while no opponent pit above is empty and
+        // this one is not either. Then the completions with y seeds here, y in 1..x, must
+        // leave an empty opponent pit among the m = i - P below: drop those with all m
+        // non-empty, sum_{y=1}^{x-1} cnt(i, r-y-m) = S(i, r-m, x) - cnt(i, r-m) (none if
+        // r < m). Without branches: where the first empty pit lies varies at random, and
+        // mispredicting it cost more than the look-ups (rank: 21.8 against 17.0 ns).
+        let mut open = true;
+        for i in (P..2 * P).rev() {
             let x = pits[i] as usize;
-            i -= 1;
-            if x == 0 {
-                break;
-            }
-            rank += self.below_constrained(i + 1, r, x);
+            open &= x != 0;
+            let free = self.below_free(i, r, x);
+            // Computed with r-m = 0 when r < m, and not used; r-m+i-x = r-x+P >= 0.
+            let m = i - P;
+            let keep = open & (r >= m);
+            let rm = r.saturating_sub(m);
+            let drop = (self.c(rm + i, i) - self.c(rm + i - x, i)).wrapping_sub(self.cnt(i, rm));
+            rank = rank.wrapping_add(free.wrapping_sub(drop & (keep as u64).wrapping_neg()));
             r -= x;
         }
-        // Below it every completion is stored: plain counts.
-        while i >= 1 {
+        // Own pits: every completion is stored.
+        for i in (1..P).rev() {
             let x = pits[i] as usize;
             rank += self.below_free(i, r, x);
             r -= x;
-            i -= 1;
         }
         rank
     }

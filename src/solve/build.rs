@@ -5,6 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::raw::{Check, LevelWriter, RawLevel};
@@ -14,9 +16,9 @@ use crate::game::index::Index;
 use crate::game::rules::Rules;
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
-use crate::solve::level::{solve_level, Outcomes, PhaseTimes};
-use crate::solve::plan::{check_build_fits, check_level_fits, STATE_BYTES};
-use crate::util::{peak_rss, LevelBar};
+use crate::solve::level::{backward_pass, forward_pass, Outcomes, PhaseTimes};
+use crate::solve::plan::{check_build_fits, check_level_fits, Room, STATE_BYTES};
+use crate::util::{peak_rss, HugeBuf, LevelBar};
 
 /// What to build.
 #[derive(Clone, Debug)]
@@ -57,7 +59,8 @@ pub struct LevelReport {
     pub skipped: bool,
     /// Wall time spent on the level (0 when kept).
     pub seconds: f64,
-    /// Wall time of the solver's forward and backward passes (the rest is writing).
+    /// Wall time of the solver's forward and backward passes (the rest is gathering the
+    /// values, counting outcomes and writing the file).
     pub phases: PhaseTimes,
     /// Positions won, drawn and lost by the side to move.
     pub stats: Outcomes,
@@ -85,6 +88,8 @@ pub fn build(
     }
     // The finished levels: raw ones mapped, packed ones decompressed whole.
     let mut done = LevelStack::new(&dir, opts.rules, opts.pits, true)?;
+    // The same levels as the forward pass reads them.
+    let mut hot = Hot::default();
     let mut reports = Vec::new();
     for n in 0..=opts.max_seeds {
         let path = level_path(&dir, n);
@@ -108,15 +113,21 @@ pub fn build(
                 if let Err(e) = found {
                     warn(&format!("rebuilding level {n}: {}", e.one_line()));
                 }
-                let spill = STATE_BYTES * index.level_size(n) >= opts.spill_from;
+                let size = index.level_size(n);
+                let spill = STATE_BYTES * size >= opts.spill_from;
                 if opts.check {
-                    check_level_fits(&dir, n, index.level_size(n), spill)?;
+                    let lower = (0..n).map(|m| index.level_size(m)).sum();
+                    let room = Room {
+                        lower,
+                        held: hot.held(),
+                    };
+                    check_level_fits(&dir, n, size, spill, room)?;
                 }
                 let t0 = Instant::now();
-                let (stats, phases) =
-                    build_level(opts, &index, n, &done.below(n), &path, spill, || {
-                        done.release()
-                    })?;
+                hot.fill(n, &done)?;
+                let (values, stats, phases) =
+                    solve_to_values(opts, &index, n, &mut hot, &done, &path, spill)?;
+                write_level(opts, n, &path, &values)?;
                 let packed = packed_path(&dir, n);
                 if packed.exists() {
                     fs::remove_file(&packed).map_err(|e| Error::io(&packed, e))?;
@@ -130,6 +141,7 @@ pub fn build(
                     n,
                     Values::Mapped(RawLevel::open(&path, &want, Check::HeaderOnly)?),
                 );
+                hot.keep(n, values);
                 (false, t0.elapsed().as_secs_f64(), phases, stats)
             }
         };
@@ -147,15 +159,78 @@ pub fn build(
     Ok(reports)
 }
 
-fn build_level(
+/// The finished levels the forward pass reads, in anonymous memory in huge pages: a
+/// level just built keeps the memory its solver state had ([`State::into_values`]); one
+/// found on disk is read into such memory from its file the first time a level needs
+/// it. Through the files' maps (4 KiB pages) nearly every random read of a lower level
+/// also missed the TLB. A level whose state spills lets them all go after its forward
+/// pass, and the next level reads them again.
+#[derive(Default)]
+struct Hot {
+    /// Level `m`, or `None` to read it through [`LevelStack`] (a packed level, which is
+    /// in memory already) or when let go.
+    levels: Vec<Option<HugeBuf>>,
+}
+
+impl Hot {
+    /// Reads every raw level below `n` that is not held from its file in `done`.
+    fn fill(&mut self, n: usize, done: &LevelStack) -> Result<()> {
+        self.levels.resize_with(self.levels.len().max(n), || None);
+        for m in 0..n {
+            if self.levels[m].is_some() {
+                continue;
+            }
+            if let Some(Values::Mapped(raw)) = done.get(m) {
+                let len = raw.bytes().len();
+                let mut buf = HugeBuf::zeroed(len).map_err(|e| {
+                    Error::Resources(format!("cannot allocate {len} bytes for level {m}: {e}"))
+                })?;
+                raw.read_payload(&mut buf)?;
+                self.levels[m] = Some(buf);
+            }
+        }
+        Ok(())
+    }
+
+    /// The values of the levels below `n`: held here, else as `done` holds them.
+    fn below<'a>(&'a self, n: usize, done: &'a LevelStack) -> Vec<&'a [u8]> {
+        (0..n)
+            .map(|m| match self.levels.get(m) {
+                Some(Some(buf)) => &buf[..],
+                _ => done.get(m).expect("every level below is finished").bytes(),
+            })
+            .collect()
+    }
+
+    /// Holds the values of level `n`, just built.
+    fn keep(&mut self, n: usize, values: HugeBuf) {
+        self.levels
+            .resize_with(self.levels.len().max(n + 1), || None);
+        self.levels[n] = Some(values);
+    }
+
+    /// Bytes held.
+    fn held(&self) -> u64 {
+        self.levels.iter().flatten().map(|b| b.len() as u64).sum()
+    }
+
+    /// Lets every level go.
+    fn release(&mut self) {
+        self.levels.iter_mut().for_each(|l| *l = None);
+    }
+}
+
+/// Solves level `n` from the lower levels in `hot` and `done`: its values (in the
+/// state's memory) and what they hold.
+fn solve_to_values(
     opts: &BuildOptions,
     index: &Index,
     n: usize,
-    lower: &[&[u8]],
+    hot: &mut Hot,
+    done: &LevelStack,
     path: &Path,
     spill: bool,
-    release: impl FnOnce(),
-) -> Result<(Outcomes, PhaseTimes)> {
+) -> Result<(HugeBuf, Outcomes, PhaseTimes)> {
     let size = index.level_size(n);
     // One bar: forward pass then settled positions (at most the level size).
     let bar = LevelBar::new(opts.progress, size * 2, n, "solving");
@@ -174,34 +249,33 @@ fn build_level(
     } else {
         None
     };
-    let (state, phases) = solve_level(
-        opts.rules,
-        index,
-        n,
-        lower,
-        &bar,
-        spill_file.as_mut(),
-        release,
-    )
-    .map_err(|e| Error::io(&spill_path, e))?;
-    drop(spill_file);
-    bar.phase("writing", size * 2);
-    let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, size)?;
-    let mut stats = Outcomes::default();
-    let mut buf = Vec::with_capacity(1 << 20);
-    for start in (0..state.len()).step_by(1 << 20) {
-        buf.clear();
-        for i in start..(start + (1 << 20)).min(state.len()) {
-            let v = state.final_value(i);
-            stats.add(v);
-            buf.push(v as u8);
-        }
-        w.write(&buf)?;
+    let io = |e| Error::io(&spill_path, e);
+    let below = hot.below(n, done);
+    let forwarded =
+        forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut()).map_err(io)?;
+    drop(below);
+    if spill {
+        // The backward pass reads no lower level: the state has their memory.
+        hot.release();
+        done.release();
     }
-    drop(state);
-    w.finish()?;
+    let (state, phases) =
+        backward_pass(opts.rules, index, n, forwarded, &bar, spill_file.as_mut()).map_err(io)?;
+    drop(spill_file);
+    let values = state.into_values();
+    let stats = values
+        .par_chunks(1 << 20)
+        .map(Outcomes::of)
+        .reduce(Outcomes::default, Outcomes::merge);
     bar.finish();
-    Ok((stats, phases))
+    Ok((values, stats, phases))
+}
+
+/// Writes level `n`'s file (section 4.3 of DESIGN.md).
+fn write_level(opts: &BuildOptions, n: usize, path: &Path, values: &[u8]) -> Result<()> {
+    let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, values.len() as u64)?;
+    w.write(values)?;
+    w.finish().map(|_| ())
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use crate::game::index::Index;
 use crate::game::rules::{for_each_unmove, Board, Exits, Rules};
 use crate::game::scan::{scan_exits, Lower, NO_EXIT};
-use crate::util::{prefetch, LevelBar};
+use crate::util::{prefetch, HugeBuf, LevelBar};
 
 const SETTLED: u8 = 0x80;
 const COUNT_MASK: u8 = 0x0f;
@@ -58,6 +58,16 @@ impl Outcomes {
         }
     }
 
+    /// The outcomes of two sets of positions together.
+    pub fn merge(self, o: Outcomes) -> Outcomes {
+        Outcomes {
+            positions: self.positions + o.positions,
+            won: self.won + o.won,
+            drawn: self.drawn + o.drawn,
+            lost: self.lost + o.lost,
+        }
+    }
+
     /// The outcomes of a payload: one signed byte per position.
     pub fn of(payload: &[u8]) -> Outcomes {
         let mut s = Outcomes::default();
@@ -68,31 +78,36 @@ impl Outcomes {
     }
 }
 
-/// Solves level `n`, whose lower levels `lower` must hold, and returns its values in
-/// index order. `progress` is advanced by positions in the forward pass and
-/// by positions settled in the backward pass.
+/// A level after its forward pass ([`forward_pass`]), ready for [`backward_pass`].
+pub(crate) struct Forwarded {
+    state: State,
+    /// The thresholds some position can seed at ([`State::survey`]).
+    present: u64,
+    forward: Duration,
+}
+
+/// Solving level `n`, whose lower levels `lower` must hold, part one: the forward pass.
+/// `progress` is advanced by positions here and by positions settled in
+/// [`backward_pass`], which gives the level's state; [`State::into_values`] then gives
+/// its values in index order.
 ///
 /// With `spill`, an empty file, the state never shares memory with the lower levels:
 /// the forward pass goes in stripes, each written to `spill` and its memory given back
-/// as soon as it is done; then `release` lets go of the lower levels (the backward pass
-/// reads none), and the state is read back. Peak memory is then about the larger of
-/// the lower levels and the state, not their sum. Fails only on the spill file's
-/// errors.
-pub fn solve_level<L: Lower + ?Sized>(
+/// as soon as it is done. The caller can then let go of the lower levels (the backward
+/// pass reads none) before [`backward_pass`] reads the state back. Peak memory is then
+/// about the larger of the lower levels and the state, not their sum. Fails only on the
+/// spill file's errors.
+pub(crate) fn forward_pass<L: Lower + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &L,
     progress: &LevelBar,
     mut spill: Option<&mut File>,
-    release: impl FnOnce(),
-) -> std::io::Result<(State, PhaseTimes)> {
+) -> std::io::Result<Forwarded> {
     let size = index.level_size(n);
-    let chunks = size.div_ceil(CHUNK);
     let mut state = State::new(size);
-
-    // Forward pass.
-    let forward_start = Instant::now();
+    let start = Instant::now();
     let stripe = if spill.is_some() { STRIPE } else { size.max(1) };
     let mut present = 0;
     for first in (0..size).step_by(stripe as usize) {
@@ -111,13 +126,35 @@ pub fn solve_level<L: Lower + ?Sized>(
             state.spill(first as usize..end as usize, file)?;
         }
     }
-    if let Some(file) = spill {
-        release();
-        state.restore(file)?;
-    }
-    let forward = forward_start.elapsed();
+    Ok(Forwarded {
+        state,
+        present,
+        forward: start.elapsed(),
+    })
+}
 
-    // Backward pass.
+/// Solving a level, part two: reads the state back from `spill` (the file the forward
+/// pass wrote; counted as forward time), then the backward pass.
+pub(crate) fn backward_pass(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    forwarded: Forwarded,
+    progress: &LevelBar,
+    spill: Option<&mut File>,
+) -> std::io::Result<(State, PhaseTimes)> {
+    let Forwarded {
+        mut state,
+        present,
+        mut forward,
+    } = forwarded;
+    if let Some(file) = spill {
+        let start = Instant::now();
+        state.restore(file)?;
+        forward += start.elapsed();
+    }
+    let size = index.level_size(n);
+    let chunks = size.div_ceil(CHUNK);
     let backward_start = Instant::now();
     let solver = Backward {
         rules,
@@ -187,7 +224,7 @@ fn forward_chunks<L: Lower + ?Sized>(
 /// It is asked for huge pages: the backward pass reads it at random, and with 4 KiB pages
 /// nearly every such read would also miss the TLB.
 pub struct State {
-    map: memmap2::MmapMut,
+    map: HugeBuf,
     /// Position `i`'s count byte at `2i`, its value byte at `2i + 1`.
     cells: &'static [AtomicU8],
     /// Per block of [`BLOCK`] positions, the thresholds at which one of them may be a
@@ -221,11 +258,9 @@ pub(crate) fn threshold_bit(t: i8) -> u64 {
 impl State {
     pub(crate) fn new(len: u64) -> State {
         let len = len as usize;
-        let bytes = (2 * len).max(1);
-        let map = memmap2::MmapMut::map_anon(bytes)
+        let bytes = 2 * len;
+        let map = HugeBuf::zeroed(bytes)
             .unwrap_or_else(|e| panic!("cannot allocate {bytes} bytes of solver state: {e}"));
-        #[cfg(target_os = "linux")]
-        let _ = map.advise(memmap2::Advice::HugePage);
         let ptr = map.as_ptr() as *const AtomicU8;
         // SAFETY: the map holds 2 * len zeroed bytes and is owned by the State, which hands
         // out the cells only with its own lifetime; AtomicU8 has the layout of u8.
@@ -286,15 +321,9 @@ impl State {
     fn spill(&mut self, range: Range<usize>, file: &mut File) -> std::io::Result<()> {
         let bytes = 2 * range.start..2 * range.end;
         file.write_all(&self.map[bytes.clone()])?;
-        // SAFETY: anonymous memory that nothing else refers to while `self` is borrowed
-        // mutably; its pages read as zeros after this, and `restore` fills them again.
-        let _ = unsafe {
-            self.map.unchecked_advise_range(
-                memmap2::UncheckedAdvice::DontNeed,
-                bytes.start,
-                bytes.len(),
-            )
-        };
+        // Its pages read as zeros after this; `restore` fills them again. The range starts
+        // at a multiple of CHUNK cells, so at a page.
+        self.map.discard(bytes);
         Ok(())
     }
 
@@ -314,8 +343,9 @@ impl State {
             .map(|c| (&c[0], &c[1]))
     }
 
-    /// Turns every value into the final one ([`State::final_value`]) and gathers them at
-    /// the start of the map: the level's payload, without a copy.
+    /// Turns every value into the final one (its settled value, or 0 for a draw if never
+    /// settled) and gathers them at the start of the map: the level's payload, without a
+    /// copy.
     pub(crate) fn finish(&mut self) -> &[u8] {
         let len = self.len();
         let bytes: &mut [u8] = &mut self.map;
@@ -342,11 +372,14 @@ impl State {
         &self.map[..len]
     }
 
-    /// The final value of position `i`: its settled value, or 0 (a draw) if never
-    /// settled.
-    #[inline]
-    pub fn final_value(&self, i: usize) -> i8 {
-        final_byte(self.count(i).load(Relaxed), self.value(i).load(Relaxed)) as i8
+    /// The level's payload ([`State::finish`]) in the state's own memory, whose second
+    /// half is given back: the values stay in huge pages for the level above to read.
+    pub(crate) fn into_values(mut self) -> HugeBuf {
+        let len = self.len();
+        self.finish();
+        let mut map = self.map;
+        map.truncate(len);
+        map
     }
 }
 
@@ -631,20 +664,10 @@ pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Ve
     }
     let mut lower = Below(Vec::new());
     for n in 0..=top {
-        let (state, _) = solve_level(
-            rules,
-            index,
-            n,
-            &lower,
-            &LevelBar::new(false, 0, 0, ""),
-            None,
-            || {},
-        )
-        .unwrap();
-        let values = (0..state.len())
-            .map(|i| state.final_value(i) as u8)
-            .collect();
-        lower.0.push(values);
+        let bar = LevelBar::new(false, 0, 0, "");
+        let forwarded = forward_pass(rules, index, n, &lower, &bar, None).unwrap();
+        let (state, _) = backward_pass(rules, index, n, forwarded, &bar, None).unwrap();
+        lower.0.push(state.into_values().to_vec());
     }
     lower.0
 }

@@ -132,19 +132,45 @@ pub fn plan(
         .collect()
 }
 
+/// What a single-process build holds in memory when a level starts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Room {
+    /// Bytes of every level below (one per position): the forward pass reads them all.
+    pub lower: u64,
+    /// Of those, the bytes in memory already.
+    pub held: u64,
+}
+
 /// Refuses to start level `n` of `positions` positions into `dir` when the solver state
-/// would not fit the memory available now, or its file the free disk under `dir`: the
-/// error says what it needs, what there is, and what to do.
-pub fn check_level_fits(dir: &Path, n: usize, positions: u64, spill: bool) -> Result<()> {
+/// and the lower levels would not fit the memory available now, or its file the free
+/// disk under `dir`: the error says what it needs, what there is, and what to do. With
+/// `spill`, the lower levels and the state are never in memory together.
+pub fn check_level_fits(
+    dir: &Path,
+    n: usize,
+    positions: u64,
+    spill: bool,
+    room: Room,
+) -> Result<()> {
     let state = STATE_BYTES * positions;
+    let need = if spill {
+        state.max(room.lower)
+    } else {
+        state + room.lower
+    };
+    let need = need.saturating_sub(room.held);
     if let Some(free) = memory_available() {
-        if state > free {
+        if need > free {
             return Err(Error::Resources(format!(
-                "level {n} ({} positions) needs {} of solver memory, and {} is available: \
-                 free memory, or build it on several nodes (`awari plan --max-seeds {n} --nodes R`); \
-                 `--no-check` starts it anyway",
+                "level {n} ({} positions) needs {} more memory (solver state {}, levels below \
+                 {}, of which {} in memory), and {} is available: free memory, or build it on \
+                 several nodes (`awari plan --max-seeds {n} --nodes R`); `--no-check` starts \
+                 it anyway",
                 group(positions),
+                bytes(need),
                 bytes(state),
+                bytes(room.lower),
+                bytes(room.held),
                 bytes(free)
             )));
         }
@@ -313,11 +339,25 @@ mod tests {
     #[test]
     fn a_level_too_big_for_this_machine_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(check_level_fits(dir.path(), 10, 351_351, true).is_ok());
-        let e = check_level_fits(dir.path(), 60, u64::MAX / 4, false).unwrap_err();
+        let none = Room::default();
+        assert!(check_level_fits(dir.path(), 10, 351_351, true, none).is_ok());
+        let e = check_level_fits(dir.path(), 60, u64::MAX / 4, false, none).unwrap_err();
         assert!(
             e.to_string().contains("needs") && e.to_string().contains("--no-check"),
             "{e}"
         );
+        // A spilled state may take the memory of the lower levels held, not more; an
+        // unspilled one needs its own.
+        let free = memory_available().unwrap();
+        let positions = (free + (1 << 30)) / STATE_BYTES;
+        let held = Room {
+            lower: 2 << 30,
+            held: 2 << 30,
+        };
+        assert!(check_level_fits(dir.path(), 30, positions, true, held).is_ok());
+        let e = check_level_fits(dir.path(), 30, positions, false, held).unwrap_err();
+        assert!(e.to_string().contains("more memory"), "{e}");
+        let e = check_level_fits(dir.path(), 30, positions, true, none).unwrap_err();
+        assert!(e.to_string().contains("more memory"), "{e}");
     }
 }
