@@ -393,20 +393,6 @@ fn final_byte(count: u8, value: u8) -> u8 {
     }
 }
 
-/// Whether an unsettled position (count byte `k`, best exit `b`) is settled by the scan at
-/// threshold `t`, and how: won at `t` by its exit, lost at `-t` when no move stays in the
-/// level any more and its exit gives `-t`; `None` if not at this threshold.
-#[inline]
-pub(crate) fn seed(k: u8, b: i8, t: i8) -> Option<bool> {
-    if b == t {
-        Some(true)
-    } else if b == -t && k == 0 {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 /// Wall time of the two passes of one level.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PhaseTimes {
@@ -484,14 +470,24 @@ impl Backward<'_> {
             if !scan {
                 continue;
             }
+            // The seeds of the block as two masks first, in a loop without calls or
+            // unpredictable branches (most blocks hold few seeds); a seed settled by a
+            // cascade meanwhile fails in `settle` below, and one made a seed by a cascade
+            // is settled by that cascade.
+            // A seed is won at `t` by its exit, or lost at `-t` when no move stays in the
+            // level any more and its exit gives `-t`.
+            let (mut seeds, mut wins) = (0u64, 0u64);
             for (j, (k, b)) in self.state.pairs(start..to).enumerate() {
-                let k = k.load(Relaxed);
-                if k & SETTLED != 0 {
-                    continue;
-                }
-                let Some(won) = seed(k, b.load(Relaxed) as i8, t) else {
-                    continue;
-                };
+                let (k, b) = (k.load(Relaxed), b.load(Relaxed) as i8);
+                let won = (b == t) & (k & SETTLED == 0);
+                let lost = (b == -t) & (k == 0);
+                seeds |= ((won | lost) as u64) << j;
+                wins |= (won as u64) << j;
+            }
+            while seeds != 0 {
+                let j = seeds.trailing_zeros() as usize;
+                seeds &= seeds - 1;
+                let won = wins >> j & 1 != 0;
                 let at = start + j;
                 if !self.settle(at, if won { t } else { -t }) {
                     continue;
