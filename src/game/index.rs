@@ -350,39 +350,38 @@ impl Index {
     /// after the last one (the board is then left unspecified).
     #[inline]
     pub fn next(&self, board: &mut Board) -> bool {
-        let p = self.p;
-        let np = 2 * p;
+        // The pits as one 128-bit number, pit 0 in the low byte: the successor and the
+        // tests below are a few word operations instead of loops over the pits.
+        let p = self.p as u32;
+        let row = 8 * p;
+        let ones = u64::MAX / 255 >> (64 - row);
+        let mut x = u128::from_le_bytes(*board.raw());
         loop {
-            // Lexicographic successor: take one seed from the pits below the lowest pit
-            // j >= 1 that can grow, put the rest in pit 0.
-            let pits = board.pits_mut();
-            let mut tail = pits[0] as usize;
-            let mut j = 1;
-            while j < np && tail == 0 {
-                tail += pits[j] as usize;
-                j += 1;
-            }
-            if j == np {
+            // Lexicographic successor: the lowest non-empty pit i gives its seeds but one
+            // to pit 0 and one to pit i + 1.
+            if x == 0 {
                 return false;
             }
-            // pits[0..j] hold `tail` seeds; grow pit j.
-            for c in pits[..j].iter_mut() {
-                *c = 0;
+            let low = x.trailing_zeros() / 8 * 8;
+            if low + 8 >= 2 * row {
+                return false;
             }
-            pits[j] += 1;
-            pits[0] = (tail - 1) as u8;
-            if pits[p..np].contains(&0) {
-                return true;
+            let tail = x >> low & 0xff;
+            x = x - (tail << low) + (1 << (low + 8)) + (tail - 1);
+            // Stored if an opponent pit is empty (a zero byte among the P high ones).
+            let opp = (x >> row) as u64;
+            if opp.wrapping_sub(ones) & !opp & (ones << 7) != 0 {
+                break;
             }
             // Opponent row full: every own-row filling is unstored. Jump to the last of
             // them (all own seeds in pit P-1) so that the next step changes the
             // opponent row.
-            let own: usize = pits[..p].iter().map(|&c| c as usize).sum();
-            for c in pits[..p].iter_mut() {
-                *c = 0;
-            }
-            pits[p - 1] = own as u8;
+            let own = x as u64 & (u64::MAX >> (64 - row));
+            let seeds = own.wrapping_mul(u64::MAX / 255) >> 56;
+            x = (x >> row << row) | (seeds as u128) << (row - 8);
         }
+        *board.raw_mut() = x.to_le_bytes();
+        true
     }
 }
 
