@@ -354,7 +354,7 @@ impl Index {
         // tests below are a few word operations instead of loops over the pits.
         let p = self.p as u32;
         let row = 8 * p;
-        let ones = u64::MAX / 255 >> (64 - row);
+        let ones = (u64::MAX / 255) >> (64 - row);
         let mut x = u128::from_le_bytes(*board.raw());
         loop {
             // Lexicographic successor: the lowest non-empty pit i gives its seeds but one
