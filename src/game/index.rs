@@ -149,7 +149,7 @@ impl Index {
 
     /// [`Index::rank`] for a board known to hold `n` seeds (saves summing the pits in
     /// hot loops, where that sum was a fifth of the cost).
-    #[inline(always)]
+    #[inline]
     pub fn rank_in(&self, board: &Board, n: usize) -> u64 {
         debug_assert!(board.is_stored());
         debug_assert_eq!(board.seeds(), n);
