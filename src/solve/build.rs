@@ -341,6 +341,40 @@ mod tests {
         }
     }
 
+    /// A level built over a lower level that is only packed (exit model, decompressed and
+    /// resolved into memory, not copied into huge pages) and over raw levels read back from
+    /// disk is the level a build from scratch writes.
+    #[test]
+    fn building_over_a_packed_level_reads_it() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = db_dir(t.path(), Rules::Awari, 3);
+        build_warned(&opts(t.path(), 9, false));
+        let want = fs::read(level_path(&dir, 9)).unwrap();
+        let below: Vec<Vec<u8>> = (0..5)
+            .map(|m| fs::read(level_path(&dir, m)).unwrap()[4096..].to_vec())
+            .collect();
+        let below: Vec<&[u8]> = below.iter().map(|v| &v[..]).collect();
+        let five = fs::read(level_path(&dir, 5)).unwrap();
+        let (raw, packed) = (level_path(&dir, 5), packed_path(&dir, 5));
+        pack_payload(
+            &packed,
+            Rules::Awari,
+            3,
+            5,
+            &five[4096..],
+            &PackOptions::default(),
+            &below,
+        )
+        .unwrap();
+        fs::remove_file(&raw).unwrap();
+        fs::remove_file(level_path(&dir, 9)).unwrap();
+        let (reports, warnings) = build_warned(&opts(t.path(), 9, false));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(reports[..9].iter().all(|r| r.skipped) && !reports[9].skipped);
+        assert!(packed.exists() && !raw.exists());
+        assert_eq!(fs::read(level_path(&dir, 9)).unwrap(), want);
+    }
+
     #[test]
     fn rebuilding_a_damaged_pack_removes_it() {
         let t = tempfile::tempdir().unwrap();
