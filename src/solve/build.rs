@@ -116,14 +116,19 @@ pub fn build(
                 let size = index.level_size(n);
                 let spill = STATE_BYTES * size >= opts.spill_from;
                 if opts.check {
-                    let lower = (0..n).map(|m| index.level_size(m)).sum();
+                    let lower = (0..n.saturating_sub(1)).map(|m| index.level_size(m)).sum();
                     let room = Room {
                         lower,
-                        held: hot.held(),
+                        held: hot.held(n.saturating_sub(1)),
                     };
                     check_level_fits(&dir, n, size, spill, room)?;
                 }
                 let t0 = Instant::now();
+                if spill {
+                    // Level n - 1 is not read now (a capture takes 2 seeds or more); the
+                    // next level reads it back from its file.
+                    hot.drop_level(n.wrapping_sub(1));
+                }
                 hot.fill(n, &done)?;
                 let (values, stats, phases) =
                     solve_to_values(opts, &index, n, &mut hot, &done, &path, spill)?;
@@ -173,10 +178,11 @@ struct Hot {
 }
 
 impl Hot {
-    /// Reads every raw level below `n` that is not held from its file in `done`.
+    /// Reads every raw level that level `n` reads (below `n - 1`: a capture takes 2 seeds
+    /// or more) and that is not held from its file in `done`.
     fn fill(&mut self, n: usize, done: &LevelStack) -> Result<()> {
         self.levels.resize_with(self.levels.len().max(n), || None);
-        for m in 0..n {
+        for m in 0..n.saturating_sub(1) {
             if self.levels[m].is_some() {
                 continue;
             }
@@ -192,7 +198,8 @@ impl Hot {
         Ok(())
     }
 
-    /// The values of the levels below `n`: held here, else as `done` holds them.
+    /// The values of the levels below `n`: held here, else as `done` holds them (level
+    /// `n - 1` through its map, which level `n` never reads).
     fn below<'a>(&'a self, n: usize, done: &'a LevelStack) -> Vec<&'a [u8]> {
         (0..n)
             .map(|m| match self.levels.get(m) {
@@ -209,9 +216,21 @@ impl Hot {
         self.levels[n] = Some(values);
     }
 
-    /// Bytes held.
-    fn held(&self) -> u64 {
-        self.levels.iter().flatten().map(|b| b.len() as u64).sum()
+    /// Lets level `m` go, if held.
+    fn drop_level(&mut self, m: usize) {
+        if let Some(l) = self.levels.get_mut(m) {
+            *l = None;
+        }
+    }
+
+    /// Bytes held of the levels below `n`.
+    fn held(&self, n: usize) -> u64 {
+        self.levels
+            .iter()
+            .take(n)
+            .flatten()
+            .map(|b| b.len() as u64)
+            .sum()
     }
 
     /// Lets every level go.

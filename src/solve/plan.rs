@@ -135,7 +135,8 @@ pub fn plan(
 /// What a single-process build holds in memory when a level starts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Room {
-    /// Bytes of every level below (one per position): the forward pass reads them all.
+    /// Bytes of the levels the forward pass reads (one per position): every level below
+    /// but the one just below, since a capture takes 2 seeds or more.
     pub lower: u64,
     /// Of those, the bytes in memory already.
     pub held: u64,
