@@ -261,6 +261,10 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         }
         Err(e) => {
             eprintln!("error: rank {rank} of {ranks}: {}", e.one_line());
+            // The first abort ends the job: when ranks stop together (a refusal all of them
+            // agreed on), each waits a moment so that the others' lines, which may be the
+            // ones that say why, are printed too (one was lost in a CI run).
+            std::thread::sleep(std::time::Duration::from_secs(1));
             comm.abort(1)
         }
     }
