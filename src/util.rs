@@ -54,24 +54,17 @@ impl HugeBuf {
             return;
         }
         self.len = len;
-        let page = 4096;
-        let from = len.next_multiple_of(page);
+        let from = len.next_multiple_of(4096);
         if from < self.map.len() {
-            // SAFETY: anonymous memory past `len`, which no slice of `self` reaches any
-            // more (they are bounded by `len` and borrow `self`).
-            let _ = unsafe {
-                self.map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    from,
-                    self.map.len() - from,
-                )
-            };
+            self.discard(from..self.map.len());
         }
     }
 
-    /// Gives the memory of the bytes `range` back to the kernel: they read as zeros after.
+    /// Gives the memory of the bytes `range` (from a page boundary) back to the kernel:
+    /// they read as zeros after.
     pub fn discard(&mut self, range: std::ops::Range<usize>) {
-        // SAFETY: as in `truncate`; `&mut self` means no slice of the range is alive.
+        // SAFETY: anonymous memory that nothing else refers to: slices of it borrow
+        // `self`, which is borrowed mutably here.
         let _ = unsafe {
             self.map.unchecked_advise_range(
                 memmap2::UncheckedAdvice::DontNeed,

@@ -346,8 +346,8 @@ fn play_raw(board: &Board, rules: Rules, o: usize) -> ([u8; 2 * MAX_PITS], u8, b
 }
 
 /// The board with its two rows swapped, as one 128-bit rotation of the `2p` pits in use:
-/// two slice copies of a length known only at run time
-/// were calls to `memmove`, 2.6 % of a build.
+/// two slice copies of a length known only at run time were calls to `memmove`, 2.6 % of
+/// a build.
 #[inline]
 fn turn(pits: &[u8; 2 * MAX_PITS], p: usize) -> Board {
     debug_assert!((2..=MAX_PITS).contains(&p));

@@ -124,10 +124,10 @@ pub fn build(
                     check_level_fits(&dir, n, size, spill, room)?;
                 }
                 let t0 = Instant::now();
-                if spill {
+                if let (true, Some(m)) = (spill, n.checked_sub(1)) {
                     // Level n - 1 is not read now (a capture takes 2 seeds or more); the
                     // next level reads it back from its file.
-                    hot.drop_level(n.wrapping_sub(1));
+                    hot.drop_level(m);
                 }
                 hot.fill(n, &done)?;
                 let (values, stats, phases) =

@@ -471,11 +471,10 @@ impl Backward<'_> {
                 continue;
             }
             // The seeds of the block as two masks first, in a loop without calls or
-            // unpredictable branches (most blocks hold few seeds); a seed settled by a
-            // cascade meanwhile fails in `settle` below, and one made a seed by a cascade
-            // is settled by that cascade.
-            // A seed is won at `t` by its exit, or lost at `-t` when no move stays in the
-            // level any more and its exit gives `-t`.
+            // unpredictable branches (most blocks hold few seeds). A seed is won at `t` by
+            // its exit, or lost at `-t` when no move stays in the level any more and its
+            // exit gives `-t`. A seed settled by a cascade meanwhile fails in `settle`
+            // below, and one made a seed by a cascade is settled by that cascade.
             let (mut seeds, mut wins) = (0u64, 0u64);
             for (j, (k, b)) in self.state.pairs(start..to).enumerate() {
                 let (k, b) = (k.load(Relaxed), b.load(Relaxed) as i8);
