@@ -142,6 +142,21 @@ pub struct Room {
     pub held: u64,
 }
 
+impl Room {
+    /// The memory level `n` of `positions` positions still needs beyond what is held: the
+    /// solver state and the lower levels, or with `spill` the larger of the two, since a
+    /// spilled state and the lower levels are never in memory together.
+    pub fn need(&self, positions: u64, spill: bool) -> u64 {
+        let state = STATE_BYTES * positions;
+        let need = if spill {
+            state.max(self.lower)
+        } else {
+            state + self.lower
+        };
+        need.saturating_sub(self.held)
+    }
+}
+
 /// Refuses to start level `n` of `positions` positions into `dir` when the solver state
 /// and the lower levels would not fit the memory available now, or its file the free
 /// disk under `dir`: the error says what it needs, what there is, and what to do. With
@@ -154,12 +169,7 @@ pub fn check_level_fits(
     room: Room,
 ) -> Result<()> {
     let state = STATE_BYTES * positions;
-    let need = if spill {
-        state.max(room.lower)
-    } else {
-        state + room.lower
-    };
-    let need = need.saturating_sub(room.held);
+    let need = room.need(positions, spill);
     if let Some(free) = memory_available() {
         if need > free {
             return Err(Error::Resources(format!(
@@ -348,17 +358,25 @@ mod tests {
             "{e}"
         );
         // A spilled state may take the memory of the lower levels held, not more; an
-        // unspilled one needs its own.
-        let free = memory_available().unwrap();
-        let positions = (free + (1 << 30)) / STATE_BYTES;
+        // unspilled one needs its own. (Pure arithmetic: the memory free now changes while
+        // other tests run, so the refusal itself is tested on a size no machine has.)
+        let gib = 1u64 << 30;
         let held = Room {
-            lower: 2 << 30,
-            held: 2 << 30,
+            lower: 2 * gib,
+            held: 2 * gib,
         };
-        assert!(check_level_fits(dir.path(), 30, positions, true, held).is_ok());
-        let e = check_level_fits(dir.path(), 30, positions, false, held).unwrap_err();
-        assert!(e.to_string().contains("more memory"), "{e}");
-        let e = check_level_fits(dir.path(), 30, positions, true, none).unwrap_err();
+        let positions = 3 * gib / STATE_BYTES;
+        assert_eq!(held.need(positions, true), gib);
+        assert_eq!(held.need(positions, false), 3 * gib);
+        assert_eq!(none.need(positions, true), 3 * gib);
+        let part = Room {
+            lower: 5 * gib,
+            held: gib,
+        };
+        assert_eq!(part.need(positions, true), 4 * gib);
+        assert_eq!(part.need(positions, false), 7 * gib);
+        let huge = (1u64 << 60) / STATE_BYTES;
+        let e = check_level_fits(dir.path(), 30, huge, true, none).unwrap_err();
         assert!(e.to_string().contains("more memory"), "{e}");
     }
 }
