@@ -1,5 +1,5 @@
 //! Micro-benchmarks of the hot primitives of a build: ranking, unranking, sequential
-//! iteration, move generation and un-move generation.
+//! iteration, move generation, un-move generation and the ranking of predecessors.
 //!
 //! Everything runs on 6 pits per side, level 20 (80,214,915 stored positions), over a
 //! fixed pseudo-random sample of stored positions made once outside the timed loops, so
@@ -13,7 +13,7 @@
 
 use std::hint::black_box;
 
-use awari::rules::{for_each_exit, for_each_unmove, legal_moves, Exits};
+use awari::rules::{for_each_exit, for_each_unmove, for_each_unmove_near, legal_moves, Exits};
 use awari::{Board, Index, Rules};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -172,6 +172,43 @@ fn bench_for_each_unmove(c: &mut Criterion, f: &Fixture) {
     g.finish();
 }
 
+/// The backward pass's inner work per settled position: its predecessors, each stored
+/// one ranked. "full" ranks each from scratch; "near" ranks each from the board it is
+/// un-sown from, only below the highest pit un-sowing touched.
+fn bench_predecessor_ranks(c: &mut Criterion, f: &Fixture) {
+    let mut g = c.benchmark_group("predecessor_ranks");
+    g.throughput(Throughput::Elements(f.boards.len() as u64));
+    let rules = Rules::Awari;
+    g.bench_function("full", |bch| {
+        bch.iter(|| {
+            let mut sum = 0u64;
+            for b in &f.boards {
+                for_each_unmove(black_box(b), rules, |q, stored| {
+                    if stored {
+                        sum = sum.wrapping_add(f.index.rank_in(q, N));
+                    }
+                });
+            }
+            sum
+        })
+    });
+    g.bench_function("near", |bch| {
+        bch.iter(|| {
+            let mut sum = 0u64;
+            for b in &f.boards {
+                let base_of = |base: &Board| f.index.rank_base(base, N);
+                for_each_unmove_near(black_box(b), rules, base_of, |q, stored, top, near| {
+                    if stored {
+                        sum = sum.wrapping_add(f.index.rank_near(near, q, top));
+                    }
+                });
+            }
+            sum
+        })
+    });
+    g.finish();
+}
+
 fn all(c: &mut Criterion) {
     let f = Fixture::new();
     bench_rank(c, &f);
@@ -180,6 +217,7 @@ fn all(c: &mut Criterion) {
     bench_legal_moves(c, &f);
     bench_for_each_exit(c, &f);
     bench_for_each_unmove(c, &f);
+    bench_predecessor_ranks(c, &f);
 }
 
 criterion_group!(benches, all);

@@ -46,7 +46,7 @@ pub use db::layout::{
 };
 pub use db::lock::DirLock;
 pub use error::{Error, Result};
-pub use game::index::{Cursor, Index};
+pub use game::index::{Cursor, Index, RankBase};
 pub use game::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
 pub use solve::build::{build, BuildOptions, LevelReport, SPILL_FROM};
 pub use solve::level::{Outcomes, PhaseTimes};
@@ -82,7 +82,8 @@ pub mod dist {
 /// (DESIGN.md section 1).
 pub mod rules {
     pub use crate::game::rules::{
-        for_each_exit, for_each_unmove, legal_moves, unmoves, Board, Exits, Move, Rules,
+        for_each_exit, for_each_unmove, for_each_unmove_near, legal_moves, unmoves, Board, Exits,
+        Move, Rules,
     };
 }
 

@@ -518,6 +518,20 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
 /// Each candidate is made by un-sowing and then confirmed by playing the move forward,
 /// which keeps this exactly the inverse of [`legal_moves`] for in-level moves.
 pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bool)) {
+    for_each_unmove_near(child, rules, |_| (), |q, stored, _, _| f(q, stored));
+}
+
+/// [`for_each_unmove`] that also shows the board every predecessor is made from:
+/// `base_of` gets it once, before any predecessor, and `f` gets with each predecessor the
+/// highest pit (at least 1) in which it differs from that board and what `base_of` made
+/// of it, so that ranking it can start there ([`crate::game::index::Index::rank_near`]).
+#[inline]
+pub fn for_each_unmove_near<B>(
+    child: &Board,
+    rules: Rules,
+    base_of: impl FnOnce(&Board) -> B,
+    mut f: impl FnMut(&Board, bool, usize, &B),
+) {
     let p = child.p as usize;
     let np = 2 * p;
     // The mover's own row is the child's opponent row; a move that stays in the level
@@ -528,6 +542,7 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
     // The position after the move, in the mover's frame. Nothing was captured, so it is
     // also the board right after sowing.
     let base = turn(&child.pits, p);
+    let made = base_of(&base);
     // Empty pits in the opponent row of the base; a predecessor is stored if its own
     // count (base less the seeds sown into that row) is not zero.
     let opp_zeros0 = base.pits[p..np].iter().filter(|&&c| c == 0).count();
@@ -554,6 +569,7 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
         let mut parent = base;
         let mut opp_zeros = opp_zeros0;
         let mut j = o;
+        let mut top = o.max(1);
         for s in 1..=MAX_SEEDS {
             j += 1;
             if j == np {
@@ -572,6 +588,7 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
                 break;
             }
             parent.pits[j] = c - 1;
+            top = top.max(j);
             opp_zeros += (c == 1 && j >= p) as usize;
             // The s-th seed lands in pit j: the last one.
             if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
@@ -580,7 +597,7 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
             parent.pits[o] = s as u8;
             debug_assert!(confirms(&parent, rules, o, child));
             debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-            f(&parent, opp_zeros > 0);
+            f(&parent, opp_zeros > 0, top, &made);
             parent.pits[o] = 0;
         }
     }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::game::index::Index;
-use crate::game::rules::{for_each_unmove, Board, Exits, Rules};
+use crate::game::rules::{for_each_unmove_near, Board, Exits, Rules};
 use crate::game::scan::{scan_exits, Lower, NO_EXIT};
 use crate::util::{prefetch, HugeBuf, LevelBar};
 
@@ -598,9 +598,12 @@ impl Backward<'_> {
             for _ in 0..stack.len().min(BACKWARD_BATCH) {
                 let (_, board, won) = stack.pop().unwrap();
                 done += 1;
-                for_each_unmove(&board, self.rules, |q, stored| {
+                // Predecessors are ranked from the board they are un-sown from, only
+                // below the highest pit un-sowing touched.
+                let base_of = |base: &Board| self.index.rank_base(base, self.n);
+                for_each_unmove_near(&board, self.rules, base_of, |q, stored, top, near| {
                     if stored {
-                        let qi = self.index.rank_in(q, self.n);
+                        let qi = self.index.rank_near(near, q, top);
                         let at = qi.wrapping_sub(self.base);
                         if at < held {
                             prefetch(self.state.count(at as usize));
