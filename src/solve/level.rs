@@ -4,7 +4,7 @@
 //!
 //! Working memory is two bytes per position, side by side. The *count* byte holds the
 //! settled mark and the number of in-level moves not yet known to reach a child worth
-//! `>= t`; the *value* byte holds the best exit value `b[p]` until the position is
+//! `>= t` (kept only while `b[p] < 0`); the *value* byte holds the best exit value `b[p]` until the position is
 //! settled, and its value after. The backward pass reads and updates count bytes at
 //! random and needs the value byte whenever it settles a position or a count runs out:
 //! with the two in one cache line, an update costs one miss instead of two (level 20:
@@ -548,6 +548,12 @@ impl Backward<'_> {
             return;
         }
         // The child is won (>= t): one more move of q is known to give q at most -t.
+        // With an exit worth 0 or more, q is never lost by its count (that needs
+        // b <= -t < 0, at any threshold), so the count is not kept: this saves a locked
+        // operation on the cache line just read.
+        if self.state.value(at).load(Relaxed) as i8 >= 0 {
+            return;
+        }
         let old = cell.fetch_sub(1, Relaxed);
         if old & SETTLED == 0 && old & COUNT_MASK == 1 {
             // Every in-level move of q now gives at most -t; q is lost now unless an
