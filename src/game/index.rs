@@ -245,7 +245,7 @@ impl Index {
             open: true,
         };
         let mut at = [s; 2 * MAX_PITS];
-        // at[i] is what pits 2P-1..i+1 leave; own pit 1 needs nothing below it.
+        // at[i] is what pits 2P-1..i+1 leave, down to at[1] (pit 0 is never ranked).
         for i in (2..2 * P).rev() {
             let x = pits[i] as usize;
             if i >= P {
@@ -259,11 +259,12 @@ impl Index {
         RankBase { at }
     }
 
-    /// [`Index::rank_in`] of a stored `board` of level `n` that agrees with the board of
-    /// `base` in every pit above `top`.
+    /// [`Index::rank_in`] of a stored `board` with as many seeds as the board of `base`,
+    /// and the same seeds in every pit above `top` (`1 <= top < 2P`).
     #[inline]
     pub fn rank_near(&self, base: &RankBase, board: &Board, top: usize) -> u64 {
         debug_assert!(board.is_stored());
+        debug_assert!((1..2 * self.p).contains(&top), "top {top}");
         let pits = board.raw();
         let from = base.at[top];
         match self.p {
