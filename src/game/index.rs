@@ -23,6 +23,44 @@ const ROWS: usize = 256;
 /// Columns: `C(a, b)` with `b < 2 * MAX_PITS`.
 const COLS: usize = 2 * MAX_PITS;
 
+/// Evaluates `$body` with `$P` a constant equal to `$p`, the pits per side (2..=8): one
+/// copy of the ranking loops per board size, so that they unroll. Ranking the
+/// predecessors of settled positions is the largest single cost of a build.
+macro_rules! with_pits {
+    ($p:expr, $P:ident => $body:expr) => {
+        match $p {
+            2 => {
+                const $P: usize = 2;
+                $body
+            }
+            3 => {
+                const $P: usize = 3;
+                $body
+            }
+            4 => {
+                const $P: usize = 4;
+                $body
+            }
+            5 => {
+                const $P: usize = 5;
+                $body
+            }
+            6 => {
+                const $P: usize = 6;
+                $body
+            }
+            7 => {
+                const $P: usize = 7;
+                $body
+            }
+            _ => {
+                const $P: usize = 8;
+                $body
+            }
+        }
+    };
+}
+
 /// A position in a level that [`Index::seek`] moves to any index, cheaply when the
 /// indices rise a little at a time (the backward pass's seeds come in index order).
 #[derive(Clone, Debug)]
@@ -153,18 +191,7 @@ impl Index {
     pub fn rank_in(&self, board: &Board, n: usize) -> u64 {
         debug_assert!(board.is_stored());
         debug_assert_eq!(board.seeds(), n);
-        // One copy of the loops per board size, so that they unroll: ranking the
-        // predecessors of settled positions is the largest single cost of a build.
-        let pits = board.raw();
-        match self.p {
-            2 => self.rank_p::<2>(pits, n),
-            3 => self.rank_p::<3>(pits, n),
-            4 => self.rank_p::<4>(pits, n),
-            5 => self.rank_p::<5>(pits, n),
-            6 => self.rank_p::<6>(pits, n),
-            7 => self.rank_p::<7>(pits, n),
-            _ => self.rank_p::<8>(pits, n),
-        }
+        with_pits!(self.p, P => self.rank_p::<P>(board.raw(), n))
     }
 
     #[inline(always)]
@@ -188,13 +215,18 @@ impl Index {
         for i in (P..top + 1).rev() {
             self.opponent_pit::<P>(i, pits[i] as usize, &mut from);
         }
-        // Own pits: every completion is stored.
         for i in (1..P.min(top + 1)).rev() {
-            let x = pits[i] as usize;
-            from.rank += self.below_free(i, from.r, x);
-            from.r -= x;
+            self.own_pit(i, pits[i] as usize, &mut from);
         }
         from.rank
+    }
+
+    /// Ranks own pit `i` holding `x` seeds on top of what the pits above left: every
+    /// completion is stored.
+    #[inline(always)]
+    fn own_pit(&self, i: usize, x: usize, s: &mut Partial) {
+        s.rank += self.below_free(i, s.r, x);
+        s.r -= x;
     }
 
     /// Ranks opponent pit `i` holding `x` seeds on top of what the pits above left.
@@ -225,15 +257,7 @@ impl Index {
     /// for [`Index::rank_near`]: the predecessors of a settled position differ from one
     /// board only in the pits its un-sowing touched.
     pub fn rank_base(&self, base: &Board, n: usize) -> RankBase {
-        match self.p {
-            2 => self.rank_base_p::<2>(base, n),
-            3 => self.rank_base_p::<3>(base, n),
-            4 => self.rank_base_p::<4>(base, n),
-            5 => self.rank_base_p::<5>(base, n),
-            6 => self.rank_base_p::<6>(base, n),
-            7 => self.rank_base_p::<7>(base, n),
-            _ => self.rank_base_p::<8>(base, n),
-        }
+        with_pits!(self.p, P => self.rank_base_p::<P>(base, n))
     }
 
     #[inline(always)]
@@ -251,8 +275,7 @@ impl Index {
             if i >= P {
                 self.opponent_pit::<P>(i, x, &mut s);
             } else {
-                s.rank += self.below_free(i, s.r, x);
-                s.r -= x;
+                self.own_pit(i, x, &mut s);
             }
             at[i - 1] = s;
         }
@@ -265,17 +288,7 @@ impl Index {
     pub fn rank_near(&self, base: &RankBase, board: &Board, top: usize) -> u64 {
         debug_assert!(board.is_stored());
         debug_assert!((1..2 * self.p).contains(&top), "top {top}");
-        let pits = board.raw();
-        let from = base.at[top];
-        match self.p {
-            2 => self.rank_tail::<2>(pits, top, from),
-            3 => self.rank_tail::<3>(pits, top, from),
-            4 => self.rank_tail::<4>(pits, top, from),
-            5 => self.rank_tail::<5>(pits, top, from),
-            6 => self.rank_tail::<6>(pits, top, from),
-            7 => self.rank_tail::<7>(pits, top, from),
-            _ => self.rank_tail::<8>(pits, top, from),
-        }
+        with_pits!(self.p, P => self.rank_tail::<P>(board.raw(), top, base.at[top]))
     }
 
     /// The position of level `n` with the given rank.

@@ -4,12 +4,12 @@
 //!
 //! Working memory is two bytes per position, side by side. The *count* byte holds the
 //! settled mark and the number of in-level moves not yet known to reach a child worth
-//! `>= t` (kept only while `b[p] < 0`); the *value* byte holds the best exit value `b[p]` until the position is
-//! settled, and its value after. The backward pass reads and updates count bytes at
-//! random and needs the value byte whenever it settles a position or a count runs out:
-//! with the two in one cache line, an update costs one miss instead of two (level 20:
-//! backward pass 10.7 s against 13.0 s with two arrays; DESIGN.md section 5). Lower
-//! levels are only read.
+//! `>= t` (kept only while `b[p] < 0`); the *value* byte holds the best exit value `b[p]`
+//! until the position is settled, and its value after. The backward pass reads and
+//! updates count bytes at random and needs the value byte whenever it settles a position
+//! or a count runs out: with the two in one cache line, an update costs one miss instead
+//! of two (level 20: backward pass 10.7 s against 13.0 s with two arrays; DESIGN.md
+//! section 5). Lower levels are only read.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
