@@ -333,16 +333,6 @@ impl State {
         file.read_exact(&mut self.map[..])
     }
 
-    /// The count and value bytes of the positions `range`, in order.
-    pub(crate) fn pairs(
-        &self,
-        range: Range<usize>,
-    ) -> impl Iterator<Item = (&AtomicU8, &AtomicU8)> {
-        self.cells[2 * range.start..2 * range.end]
-            .chunks_exact(2)
-            .map(|c| (&c[0], &c[1]))
-    }
-
     /// Turns every value into the final one (its settled value, or 0 for a draw if never
     /// settled) and gathers them at the start of the map: the level's payload, without a
     /// copy.
@@ -391,6 +381,76 @@ fn final_byte(count: u8, value: u8) -> u8 {
     } else {
         0
     }
+}
+
+/// The seeds of threshold `t` among the positions whose cells are `cells` (count and value
+/// byte of each): bit `j` of the first mask is set if position `j` is one, of the second if
+/// it is won (its exit gives `t` and it is not settled); a loss is a position worth `-t`
+/// by its exit with no in-level move left and not settled (count byte 0).
+fn pair_seeds(cells: &[AtomicU8], t: i8) -> (u64, u64) {
+    let (mut seeds, mut wins) = (0u64, 0u64);
+    for (j, c) in cells.chunks_exact(2).enumerate() {
+        let (k, b) = (c[0].load(Relaxed), c[1].load(Relaxed) as i8);
+        let won = (b == t) & (k & SETTLED == 0);
+        let lost = (b == -t) & (k == 0);
+        seeds |= ((won | lost) as u64) << j;
+        wins |= (won as u64) << j;
+    }
+    (seeds, wins)
+}
+
+/// [`pair_seeds`] of a whole block, 16 bytes at a time. Every block is scanned at each
+/// threshold one of its exits holds: `seed_range`, most of it that byte loop, was a tenth
+/// of level 25's build; levels 0..=20 build about 10 % faster with this.
+#[inline]
+fn block_seeds(cells: &[AtomicU8; 2 * BLOCK], t: i8) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2, all these intrinsics need, is part of every x86_64 CPU.
+    unsafe {
+        use std::arch::x86_64::*;
+        // A position's two bytes as one little-endian 16-bit lane: count low, value high.
+        // Won: value t and the settled bit clear; lost: value -t and count 0.
+        let won_key = _mm_set1_epi16(((t as u8 as u16) << 8) as i16);
+        let won_mask = _mm_set1_epi16(0xff00u16 as i16 | SETTLED as i16);
+        let lost_key = _mm_set1_epi16((((-t) as u8 as u16) << 8) as i16);
+        let (mut seeds, mut wins) = (0u64, 0u64);
+        for (k, quad) in cells.chunks_exact(32).enumerate() {
+            let (a, b) = (load16(&quad[..16]), load16(&quad[16..]));
+            let won = _mm_packs_epi16(
+                _mm_cmpeq_epi16(_mm_and_si128(a, won_mask), won_key),
+                _mm_cmpeq_epi16(_mm_and_si128(b, won_mask), won_key),
+            );
+            let lost = _mm_packs_epi16(_mm_cmpeq_epi16(a, lost_key), _mm_cmpeq_epi16(b, lost_key));
+            let w = _mm_movemask_epi8(won) as u16 as u64;
+            let l = _mm_movemask_epi8(lost) as u16 as u64;
+            wins |= w << (16 * k);
+            seeds |= (w | l) << (16 * k);
+        }
+        (seeds, wins)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    pair_seeds(cells, t)
+}
+
+/// Sixteen cells as one SSE register, each byte read as a relaxed atomic load would.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn load16(cells: &[AtomicU8]) -> std::arch::x86_64::__m128i {
+    assert_eq!(cells.len(), 16);
+    let v: std::arch::x86_64::__m128i;
+    // SAFETY: the 16 bytes are in bounds (checked above). Other threads may update them
+    // meanwhile; one unaligned vector load reads each byte once and whole, which is what
+    // 16 relaxed byte loads may do. Written in assembly because a plain vector load of
+    // memory that races with atomic writes is undefined behaviour in Rust's model.
+    unsafe {
+        std::arch::asm!(
+            "movdqu {v}, [{p}]",
+            p = in(reg) cells.as_ptr(),
+            v = out(xmm_reg) v,
+            options(nostack, preserves_flags, readonly),
+        );
+    }
+    v
 }
 
 /// Wall time of the two passes of one level.
@@ -475,14 +535,11 @@ impl Backward<'_> {
             // its exit, or lost at `-t` when no move stays in the level any more and its
             // exit gives `-t`. A seed settled by a cascade meanwhile fails in `settle`
             // below, and one made a seed by a cascade is settled by that cascade.
-            let (mut seeds, mut wins) = (0u64, 0u64);
-            for (j, (k, b)) in self.state.pairs(start..to).enumerate() {
-                let (k, b) = (k.load(Relaxed), b.load(Relaxed) as i8);
-                let won = (b == t) & (k & SETTLED == 0);
-                let lost = (b == -t) & (k == 0);
-                seeds |= ((won | lost) as u64) << j;
-                wins |= (won as u64) << j;
-            }
+            let cells = &self.state.cells[2 * start..2 * to];
+            let (mut seeds, wins) = match <&[AtomicU8; 2 * BLOCK]>::try_from(cells) {
+                Ok(block) => block_seeds(block, t),
+                Err(_) => pair_seeds(cells, t),
+            };
             while seeds != 0 {
                 let j = seeds.trailing_zeros() as usize;
                 seeds &= seeds - 1;
@@ -674,4 +731,51 @@ pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Ve
         lower.0.push(state.into_values().to_vec());
     }
     lower.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector scan of a block finds the seeds the byte loop finds, for every
+    /// threshold, on cells that hold every count and value the solver writes near them.
+    #[test]
+    fn block_scan_finds_the_seeds_of_the_byte_loop() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let (mut won, mut lost) = (0u32, 0u32);
+        for round in 0..4000 {
+            let bytes: Vec<u8> = (0..2 * BLOCK)
+                .map(|k| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Counts: small, or settled; values: small of either sign, or no exit.
+                    let r = (x >> 32) as u8;
+                    match (k % 2, r % 8) {
+                        (0, 0) => SETTLED | (r >> 4) & 3,
+                        (0, _) => (r >> 4) % 3,
+                        (1, 0) => NO_EXIT as u8,
+                        (1, _) => ((r >> 3) % 9) as i8 as u8 ^ if r & 4 != 0 { 0xff } else { 0 },
+                        _ => unreachable!(),
+                    }
+                })
+                .collect();
+            let cells: Vec<AtomicU8> = bytes.iter().map(|&b| AtomicU8::new(b)).collect();
+            let block: &[AtomicU8; 2 * BLOCK] = cells.as_slice().try_into().unwrap();
+            let t = (round % 9 + 1) as i8;
+            let expect = pair_seeds(&cells, t);
+            assert_eq!(
+                block_seeds(block, t),
+                expect,
+                "threshold {t}, cells {bytes:?}"
+            );
+            won += expect.1.count_ones();
+            lost += (expect.0 & !expect.1).count_ones();
+        }
+        // The cells are drawn so that seeds of both kinds are common.
+        assert!(
+            won > 2_000 && lost > 2_000,
+            "{won} won and {lost} lost seeds drawn"
+        );
+    }
 }
