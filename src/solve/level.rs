@@ -737,8 +737,9 @@ pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Ve
 mod tests {
     use super::*;
 
-    /// The vector scan of a block finds the seeds the byte loop finds, for every
-    /// threshold, on cells that hold every count and value the solver writes near them.
+    /// The vector scan of a block finds the seeds the byte loop finds, at thresholds
+    /// 1..=9, on drawn cells: counts 0..=2, or 0..=3 with the settled bit; values
+    /// -9..=8 and no exit.
     #[test]
     fn block_scan_finds_the_seeds_of_the_byte_loop() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
