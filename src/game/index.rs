@@ -234,7 +234,8 @@ impl Index {
     /// Plain counts, except while no opponent pit above is empty and this one is not
     /// either. Then the completions with y seeds here, y in 1..x, must leave an empty
     /// opponent pit among the m = i - P below: drop those with all m non-empty,
-    /// sum_{y=1}^{x-1} cnt(i, r-y-m) = S(i, r-m, x) - cnt(i, r-m) (none if r < m).
+    /// sum_{y=1}^{x-1} cnt(i, r-y-m) = C(r-m+i-1, i) - C(r-m+i-x, i) (none if r < m;
+    /// the hockey-stick identity, which saves a look-up on the two-term difference).
     /// Without branches: where the first empty pit lies varies at random, and
     /// mispredicting it cost more than the look-ups (rank: 21.8 against 16.6 ns).
     #[inline(always)]
@@ -246,7 +247,7 @@ impl Index {
         let m = i - P;
         let keep = s.open & (r >= m);
         let rm = r.saturating_sub(m);
-        let drop = (self.c(rm + i, i) - self.c(rm + i - x, i)).wrapping_sub(self.cnt(i, rm));
+        let drop = self.c(rm + i - 1, i).wrapping_sub(self.c(rm + i - x, i));
         s.rank = s
             .rank
             .wrapping_add(free.wrapping_sub(drop & (keep as u64).wrapping_neg()));
