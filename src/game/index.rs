@@ -234,8 +234,8 @@ impl Index {
     /// Plain counts, except while no opponent pit above is empty and this one is not
     /// either. Then the completions with y seeds here, y in 1..x, must leave an empty
     /// opponent pit among the m = i - P below: drop those with all m non-empty,
-    /// sum_{y=1}^{x-1} cnt(i, r-y-m) = C(r-m+i-1, i) - C(r-m+i-x, i) (none if r < m;
-    /// the hockey-stick identity, which saves a look-up on the two-term difference).
+    /// sum_{y=1}^{x-1} cnt(i, r-y-m) = C(r-m+i-1, i) - C(r-m+i-x, i) by the hockey-stick
+    /// identity: two look-ups (none dropped if r < m).
     /// Without branches: where the first empty pit lies varies at random, and
     /// mispredicting it cost more than the look-ups (rank: 21.8 against 16.6 ns).
     #[inline(always)]
