@@ -164,12 +164,14 @@ impl Index {
         self.c(r + k - 1, k - 1)
     }
 
-    /// Positions that agree with the board above pit `i` and hold fewer than `x` seeds in
-    /// pit `i`, given `r` seeds left for pits `i..=0`, when an opponent pit above `i` is
-    /// already empty or `i` is an own pit.
+    /// The last rank of level `n` (`level_size(n) - 1`, wrapping for an empty level),
+    /// where ranking starts: it counts down by the stored boards after the one ranked.
     #[inline(always)]
-    fn below_free(&self, i: usize, r: usize, x: usize) -> u64 {
-        self.c(r + i, i) - self.c(r + i - x, i)
+    fn last_rank<const P: usize>(&self, n: usize) -> u64 {
+        let np = 2 * P;
+        self.c(n + np - 1, np - 1)
+            .wrapping_sub(self.c(n + P - 1, np - 1))
+            .wrapping_sub(1)
     }
 
     /// Positions in level `n`: `C(n+2P-1, 2P-1) - C(n+P-1, 2P-1)`.
@@ -197,7 +199,7 @@ impl Index {
     #[inline(always)]
     fn rank_p<const P: usize>(&self, pits: &[u8; 2 * MAX_PITS], n: usize) -> u64 {
         let start = Partial {
-            rank: 0,
+            rank: self.last_rank::<P>(n),
             r: n,
             open: true,
         };
@@ -221,37 +223,34 @@ impl Index {
         from.rank
     }
 
-    /// Ranks own pit `i` holding `x` seeds on top of what the pits above left: every
-    /// completion is stored.
+    /// Ranks own pit `i` holding `x` seeds on top of what the pits above left: takes off
+    /// the boards that agree with this one above pit `i` and hold more seeds in it, all of
+    /// them stored (an opponent pit above is empty). With `r` seeds left for pits
+    /// `i-1..=0` after this one, they are `sum_{z=0}^{r-1} cnt(i, z) = C(r+i-1, i)`.
     #[inline(always)]
     fn own_pit(&self, i: usize, x: usize, s: &mut Partial) {
-        s.rank += self.below_free(i, s.r, x);
         s.r -= x;
+        s.rank = s.rank.wrapping_sub(self.c(s.r + i - 1, i));
     }
 
-    /// Ranks opponent pit `i` holding `x` seeds on top of what the pits above left.
+    /// Ranks opponent pit `i` holding `x` seeds on top of what the pits above left: takes
+    /// off the boards after this one that differ from it first here, `C(r+i-1, i)` as for
+    /// an own pit, less those that are not stored. While no opponent pit above is empty,
+    /// those are the boards with every opponent pit non-empty: take a seed out of each of
+    /// the `P` opponent pits and they are the boards of `n - P` seeds after this one's
+    /// (with a seed less in each opponent pit above `i`), `C(r+P-1, i)`, which is 0 when
+    /// too few seeds are left for that (`r < i - P`). A board is stored, so its highest
+    /// empty opponent pit is the last one that counts them.
     ///
-    /// Plain counts, except while no opponent pit above is empty and this one is not
-    /// either. Then the completions with y seeds here, y in 1..x, must leave an empty
-    /// opponent pit among the m = i - P below: drop those with all m non-empty,
-    /// sum_{y=1}^{x-1} cnt(i, r-y-m) = C(r-m+i-1, i) - C(r-m+i-x, i) by the hockey-stick
-    /// identity: two look-ups (none dropped if r < m).
     /// Without branches: where the first empty pit lies varies at random, and
     /// mispredicting it cost more than the look-ups (rank: 21.8 against 16.6 ns).
     #[inline(always)]
     fn opponent_pit<const P: usize>(&self, i: usize, x: usize, s: &mut Partial) {
-        let r = s.r;
+        s.r -= x;
+        let after = self.c(s.r + i - 1, i);
+        let full = self.c(s.r + P - 1, i) & (s.open as u64).wrapping_neg();
+        s.rank = s.rank.wrapping_sub(after).wrapping_add(full);
         s.open &= x != 0;
-        let free = self.below_free(i, r, x);
-        // Computed with r-m = 0 when r < m, and not used; r-m+i-x = r-x+P >= 0.
-        let m = i - P;
-        let keep = s.open & (r >= m);
-        let rm = r.saturating_sub(m);
-        let drop = self.c(rm + i - 1, i).wrapping_sub(self.c(rm + i - x, i));
-        s.rank = s
-            .rank
-            .wrapping_add(free.wrapping_sub(drop & (keep as u64).wrapping_neg()));
-        s.r = r - x;
     }
 
     /// What ranking `base` (a board of `n` seeds, stored or not) leaves before each pit,
@@ -265,7 +264,7 @@ impl Index {
     fn rank_base_p<const P: usize>(&self, base: &Board, n: usize) -> RankBase {
         let pits = base.raw();
         let mut s = Partial {
-            rank: 0,
+            rank: self.last_rank::<P>(n),
             r: n,
             open: true,
         };
@@ -551,6 +550,29 @@ mod tests {
             assert_eq!(level.len() as u64, idx.level_size(n));
             for (r, b) in level.iter().enumerate() {
                 assert_eq!(idx.rank(b), r as u64);
+            }
+        }
+    }
+
+    /// Rank (counted down from the level's last rank, DESIGN.md 3.2) undoes unrank (the
+    /// walk of 3.3, which sums the terms `T(i)` up) on every board size and on levels up
+    /// to the largest an index supports, where the counts come near 64 bits.
+    #[test]
+    fn rank_undoes_unrank_on_every_board_size() {
+        for p in 2..=MAX_PITS {
+            let top = Index::max_supported(p).unwrap().min(MAX_SEEDS);
+            let idx = Index::new(p, top).unwrap();
+            for n in (0..=top).step_by(7).chain([top]) {
+                let size = idx.level_size(n);
+                let step = (size / 997).max(1);
+                let mut checked = 0;
+                for k in (0..size).step_by(step as usize).chain([size - 1]) {
+                    let b = idx.unrank(n, k);
+                    assert_eq!(b.seeds(), n);
+                    assert_eq!(idx.rank(&b), k, "p={p} n={n} {b:?}");
+                    checked += 1;
+                }
+                assert!(checked >= size.min(997), "p={p} n={n}: {checked} boards");
             }
         }
     }
