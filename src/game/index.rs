@@ -239,7 +239,7 @@ impl Index {
     /// those are the boards with every opponent pit non-empty: take a seed out of each of
     /// the `P` opponent pits and they are the boards of `n - P` seeds after this one's
     /// (with a seed less in each opponent pit above `i`), `C(r+P-1, i)`, which is 0 when
-    /// too few seeds are left for that (`r < i - P`). A board is stored, so its highest
+    /// too few seeds are left for that (`r <= i - P`). A board is stored, so its highest
     /// empty opponent pit is the last one that counts them.
     ///
     /// Without branches: where the first empty pit lies varies at random, and
