@@ -164,14 +164,14 @@ impl Index {
         self.c(r + k - 1, k - 1)
     }
 
-    /// The last rank of level `n` (`level_size(n) - 1`, wrapping for an empty level),
+    /// The last rank of level `n`, `level_size(n) - 1` (every level holds a position),
     /// where ranking starts: it counts down by the stored boards after the one ranked.
+    /// The formula of [`Index::level_size`] with `P` known at compile time and without its
+    /// bound check, which a rank of a board of `n` seeds does not need.
     #[inline(always)]
     fn last_rank<const P: usize>(&self, n: usize) -> u64 {
         let np = 2 * P;
-        self.c(n + np - 1, np - 1)
-            .wrapping_sub(self.c(n + P - 1, np - 1))
-            .wrapping_sub(1)
+        self.c(n + np - 1, np - 1) - self.c(n + P - 1, np - 1) - 1
     }
 
     /// Positions in level `n`: `C(n+2P-1, 2P-1) - C(n+P-1, 2P-1)`.
@@ -560,7 +560,7 @@ mod tests {
     #[test]
     fn rank_undoes_unrank_on_every_board_size() {
         for p in 2..=MAX_PITS {
-            let top = Index::max_supported(p).unwrap().min(MAX_SEEDS);
+            let top = Index::max_supported(p).unwrap();
             let idx = Index::new(p, top).unwrap();
             for n in (0..=top).step_by(7).chain([top]) {
                 let size = idx.level_size(n);
