@@ -31,6 +31,7 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 use crate::db::layout::Expect;
 use crate::error::{Error, Result};
 use crate::game::rules::Rules;
+use crate::util::read_exact_at_parallel;
 
 pub const MAGIC: [u8; 8] = *b"AWARIDB\0";
 pub const VERSION: u32 = 1;
@@ -275,11 +276,9 @@ impl RawLevel {
     /// Copies the payload into `out` (as long as the payload) by reading the file, not the
     /// map, so that the copy is the only one counted in this process's memory.
     pub fn read_payload(&self, out: &mut [u8]) -> Result<()> {
-        use std::io::Read;
         debug_assert_eq!(out.len() as u64, self.header.positions);
-        let mut file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        file.seek(SeekFrom::Start(PAYLOAD_OFFSET as u64))
-            .and_then(|_| file.read_exact(out))
+        let file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
+        read_exact_at_parallel(&file, PAYLOAD_OFFSET as u64, out)
             .map_err(|e| Error::io(&self.path, e))
     }
 

@@ -12,7 +12,7 @@
 //! section 5). Lower levels are only read.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use crate::game::index::Index;
 use crate::game::rules::{for_each_unmove_near, Board, Exits, Rules};
 use crate::game::scan::{scan_exits, Lower, NO_EXIT};
-use crate::util::{prefetch, HugeBuf, LevelBar};
+use crate::util::{prefetch, read_exact_at_parallel, HugeBuf, LevelBar};
 
 const SETTLED: u8 = 0x80;
 const COUNT_MASK: u8 = 0x0f;
@@ -92,8 +92,8 @@ pub(crate) struct Forwarded {
 /// its values in index order.
 ///
 /// With `spill`, an empty file, the state never shares memory with the lower levels:
-/// the forward pass goes in stripes, each written to `spill` and its memory given back
-/// as soon as it is done. The caller can then let go of the lower levels (the backward
+/// the forward pass goes in stripes, each written to `spill` (while the next one is
+/// computed) and its memory given back. The caller can then let go of the lower levels (the backward
 /// pass reads none) before [`backward_pass`] reads the state back. Peak memory is then
 /// about the larger of the lower levels and the state, not their sum. Fails only on the
 /// spill file's errors.
@@ -110,21 +110,40 @@ pub(crate) fn forward_pass<L: Lower + ?Sized>(
     let start = Instant::now();
     let stripe = if spill.is_some() { STRIPE } else { size.max(1) };
     let mut present = 0;
+    // The stripe done before this one, written to the spill file while this one is
+    // computed: the write takes one thread (copying into the page cache), which the
+    // forward pass has the other threads for, and takes back once the write is done.
+    let mut unspilled: Option<Range<usize>> = None;
     for first in (0..size).step_by(stripe as usize) {
         let end = (first + stripe).min(size);
-        forward_chunks(
-            rules,
-            index,
-            n,
-            lower,
-            &state,
-            first / CHUNK..end.div_ceil(CHUNK),
-            progress,
-        );
-        present |= state.survey(first as usize..end as usize);
-        if let Some(file) = spill.as_deref_mut() {
-            state.spill(first as usize..end as usize, file)?;
+        let compute = || {
+            forward_chunks(
+                rules,
+                index,
+                n,
+                lower,
+                &state,
+                first / CHUNK..end.div_ceil(CHUNK),
+                progress,
+            )
+        };
+        match (spill.as_deref_mut(), unspilled.take()) {
+            (Some(file), Some(done)) => {
+                // SAFETY: the forward pass of this stripe touches only its own cells, and
+                // nothing else runs meanwhile.
+                let (written, ()) = rayon::join(|| unsafe { state.spill(done, file) }, compute);
+                written?;
+            }
+            _ => compute(),
         }
+        present |= state.survey(first as usize..end as usize);
+        if spill.is_some() {
+            unspilled = Some(first as usize..end as usize);
+        }
+    }
+    if let (Some(file), Some(done)) = (spill, unspilled) {
+        // SAFETY: the forward pass is over.
+        unsafe { state.spill(done, file)? };
     }
     Ok(Forwarded {
         state,
@@ -318,19 +337,27 @@ impl State {
     /// Writes the cells of the positions `range` (the next ones of the level, from a
     /// multiple of [`CHUNK`]) to `file` and gives their memory back (it reads as zeros
     /// until [`State::restore`]).
-    fn spill(&mut self, range: Range<usize>, file: &mut File) -> std::io::Result<()> {
+    ///
+    /// # Safety
+    /// No thread may read or write the cells of `range` meanwhile (other cells may be in
+    /// use).
+    unsafe fn spill(&self, range: Range<usize>, file: &mut File) -> std::io::Result<()> {
         let bytes = 2 * range.start..2 * range.end;
-        file.write_all(&self.map[bytes.clone()])?;
+        let cells = &self.cells[bytes.clone()];
+        // SAFETY: AtomicU8 has the layout of u8, and by the caller nothing changes these
+        // cells while the slice lives.
+        let raw = unsafe { std::slice::from_raw_parts(cells.as_ptr() as *const u8, cells.len()) };
+        file.write_all(raw)?;
         // Its pages read as zeros after this; `restore` fills them again. The range starts
         // at a multiple of CHUNK cells, so at a page.
-        self.map.discard(bytes);
+        // SAFETY: nothing uses these cells meanwhile (the caller's promise).
+        unsafe { self.map.discard_shared(bytes) };
         Ok(())
     }
 
     /// Reads back every cell that [`State::spill`] wrote to `file`.
-    fn restore(&mut self, file: &mut File) -> std::io::Result<()> {
-        file.seek(SeekFrom::Start(0))?;
-        file.read_exact(&mut self.map[..])
+    fn restore(&mut self, file: &File) -> std::io::Result<()> {
+        read_exact_at_parallel(file, 0, &mut self.map[..])
     }
 
     /// Turns every value into the final one (its settled value, or 0 for a draw if never
