@@ -568,37 +568,78 @@ pub fn for_each_unmove_near<B>(
         }
         let mut parent = base;
         let mut opp_zeros = opp_zeros0;
-        let mut j = o;
-        let mut top = o.max(1);
-        for s in 1..=MAX_SEEDS {
-            j += 1;
-            if j == np {
-                j = 0;
-            }
-            if j == o {
-                j += 1;
-                if j == np {
-                    j = 0;
+        // Seeds taken back so far: the count of pit `o` in the predecessor at hand.
+        let mut s = 0u8;
+        // The first lap in three runs, each without the tests of the others: the mover's
+        // pits after `o` (the last seed lands there: no capture; they are the highest pits
+        // changed), the opponent's pits (where a capture may be; still the highest), then
+        // the mover's pits before `o` (every pit above changed). A pit that would have to
+        // give back a seed it does not hold ends the search: larger counts need it too.
+        'laps: {
+            for j in o + 1..p {
+                let c = parent.pits[j];
+                if c == 0 {
+                    break 'laps;
                 }
+                parent.pits[j] = c - 1;
+                s += 1;
+                parent.pits[o] = s;
+                debug_assert!(confirms(&parent, rules, o, child));
+                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
+                f(&parent, opp_zeros > 0, j, &made);
             }
-            let c = parent.pits[j];
-            if c == 0 {
-                // This pit would have to receive a seed it does not hold; larger counts
-                // need even more, so no larger count works either.
-                break;
+            for j in p..np {
+                let c = parent.pits[j];
+                if c == 0 {
+                    break 'laps;
+                }
+                parent.pits[j] = c - 1;
+                s += 1;
+                opp_zeros += (c == 1) as usize;
+                // The s-th seed lands in pit j, the last one: a move that captures there
+                // leaves the level.
+                if (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
+                    continue;
+                }
+                parent.pits[o] = s;
+                debug_assert!(confirms(&parent, rules, o, child));
+                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
+                f(&parent, opp_zeros > 0, j, &made);
             }
-            parent.pits[j] = c - 1;
-            top = top.max(j);
-            opp_zeros += (c == 1 && j >= p) as usize;
-            // The s-th seed lands in pit j: the last one.
-            if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
-                continue;
+            for j in 0..o {
+                let c = parent.pits[j];
+                if c == 0 {
+                    break 'laps;
+                }
+                parent.pits[j] = c - 1;
+                s += 1;
+                parent.pits[o] = s;
+                debug_assert!(confirms(&parent, rules, o, child));
+                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
+                f(&parent, opp_zeros > 0, np - 1, &made);
             }
-            parent.pits[o] = s as u8;
-            debug_assert!(confirms(&parent, rules, o, child));
-            debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-            f(&parent, opp_zeros > 0, top, &made);
-            parent.pits[o] = 0;
+            // Moves that lap the board (rare): pit by pit around it, skipping `o`.
+            let mut j = o;
+            while (s as usize) < MAX_SEEDS {
+                j = if j + 1 == np { 0 } else { j + 1 };
+                if j == o {
+                    continue;
+                }
+                let c = parent.pits[j];
+                if c == 0 {
+                    break 'laps;
+                }
+                parent.pits[j] = c - 1;
+                s += 1;
+                opp_zeros += (c == 1 && j >= p) as usize;
+                if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
+                    continue;
+                }
+                parent.pits[o] = s;
+                debug_assert!(confirms(&parent, rules, o, child));
+                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
+                f(&parent, opp_zeros > 0, np - 1, &made);
+            }
         }
     }
 }
