@@ -691,7 +691,7 @@ impl Backward<'_> {
                 // Predecessors are ranked from the board they are un-sown from, only
                 // below the highest pit un-sowing touched.
                 let base_of = |base: &Board| self.index.rank_base(base, self.n);
-                for_each_unmove_near(&board, self.rules, base_of, |q, stored, top, near| {
+                for_each_unmove_near(&board, self.rules, base_of, #[inline(always)] |q, stored, top, near| {
                     if stored {
                         let qi = self.index.rank_near(near, q, top);
                         let at = qi.wrapping_sub(self.base);
