@@ -691,22 +691,29 @@ impl Backward<'_> {
                 // Predecessors are ranked from the board they are un-sown from, only
                 // below the highest pit un-sowing touched.
                 let base_of = |base: &Board| self.index.rank_base(base, self.n);
-                for_each_unmove_near(&board, self.rules, base_of, #[inline(always)] |q, stored, top, near| {
-                    if stored {
-                        let qi = self.index.rank_near(near, q, top);
-                        let at = qi.wrapping_sub(self.base);
-                        if at < held {
-                            prefetch(self.state.count(at as usize));
-                            ahead.push((qi, *q, won));
-                        } else {
-                            let o = owner(qi, size, self.ranks);
-                            if outbox.len() < self.ranks {
-                                outbox.resize(self.ranks, Vec::new());
+                for_each_unmove_near(
+                    &board,
+                    self.rules,
+                    base_of,
+                    #[inline(always)]
+                    |q, stored, top, near| {
+                        if stored {
+                            let qi = self.index.rank_near(near, q, top);
+                            let at = qi.wrapping_sub(self.base);
+                            if at < held {
+                                prefetch(self.state.count(at as usize));
+                                ahead.push((qi, *q, won));
+                            } else {
+                                let o = owner(qi, size, self.ranks);
+                                if outbox.len() < self.ranks {
+                                    outbox.resize(self.ranks, Vec::new());
+                                }
+                                outbox[o]
+                                    .extend_from_slice(&(qi | (won as u64) << 63).to_le_bytes());
                             }
-                            outbox[o].extend_from_slice(&(qi | (won as u64) << 63).to_le_bytes());
                         }
-                    }
-                });
+                    },
+                );
             }
             for &(qi, q, won) in pending.iter() {
                 self.update(qi, || q, won, t, stack);
