@@ -570,6 +570,17 @@ pub fn for_each_unmove_near<B>(
         let mut opp_zeros = opp_zeros0;
         // Seeds taken back so far: the count of pit `o` in the predecessor at hand.
         let mut s = 0u8;
+        // The board taken back so far with `s` seeds in pit `o` is a predecessor whose
+        // highest pit changed is `top`. (A macro: a closure could not borrow `parent`,
+        // which the loops change between calls.)
+        macro_rules! emit {
+            ($top:expr) => {
+                parent.pits[o] = s;
+                debug_assert!(confirms(&parent, rules, o, child));
+                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
+                f(&parent, opp_zeros > 0, $top, &made);
+            };
+        }
         // The first lap in three runs, each without the tests of the others: the mover's
         // pits after `o` (the last seed lands there: no capture; they are the highest pits
         // changed), the opponent's pits (where a capture may be; still the highest), then
@@ -583,10 +594,7 @@ pub fn for_each_unmove_near<B>(
                 }
                 parent.pits[j] = c - 1;
                 s += 1;
-                parent.pits[o] = s;
-                debug_assert!(confirms(&parent, rules, o, child));
-                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, j, &made);
+                emit!(j);
             }
             for j in p..np {
                 let c = parent.pits[j];
@@ -601,10 +609,7 @@ pub fn for_each_unmove_near<B>(
                 if (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                     continue;
                 }
-                parent.pits[o] = s;
-                debug_assert!(confirms(&parent, rules, o, child));
-                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, j, &made);
+                emit!(j);
             }
             for j in 0..o {
                 let c = parent.pits[j];
@@ -613,10 +618,7 @@ pub fn for_each_unmove_near<B>(
                 }
                 parent.pits[j] = c - 1;
                 s += 1;
-                parent.pits[o] = s;
-                debug_assert!(confirms(&parent, rules, o, child));
-                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, np - 1, &made);
+                emit!(np - 1);
             }
             // Moves that lap the board (rare): pit by pit around it, skipping `o`.
             let mut j = o;
@@ -635,10 +637,7 @@ pub fn for_each_unmove_near<B>(
                 if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                     continue;
                 }
-                parent.pits[o] = s;
-                debug_assert!(confirms(&parent, rules, o, child));
-                debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, np - 1, &made);
+                emit!(np - 1);
             }
         }
     }

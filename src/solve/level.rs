@@ -93,10 +93,10 @@ pub(crate) struct Forwarded {
 ///
 /// With `spill`, an empty file, the state never shares memory with the lower levels:
 /// the forward pass goes in stripes, each written to `spill` (while the next one is
-/// computed) and its memory given back. The caller can then let go of the lower levels (the backward
-/// pass reads none) before [`backward_pass`] reads the state back. Peak memory is then
-/// about the larger of the lower levels and the state, not their sum. Fails only on the
-/// spill file's errors.
+/// computed) and its memory given back. The caller can then let go of the lower levels
+/// (the backward pass reads none) before [`backward_pass`] reads the state back. Peak
+/// memory is then about the larger of the lower levels and the state, not their sum.
+/// Fails only on the spill file's errors.
 pub(crate) fn forward_pass<L: Lower + ?Sized>(
     rules: Rules,
     index: &Index,
