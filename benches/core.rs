@@ -14,7 +14,7 @@
 use std::hint::black_box;
 
 use awari::rules::{for_each_exit, for_each_unmove, for_each_unmove_near, legal_moves, Exits};
-use awari::{Board, Index, Rules};
+use awari::{Board, Index, RankBase, Rules};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// Pits per side.
@@ -195,13 +195,20 @@ fn bench_predecessor_ranks(c: &mut Criterion, f: &Fixture) {
     g.bench_function("near", |bch| {
         bch.iter(|| {
             let mut sum = 0u64;
+            let made = &mut RankBase::default();
             for b in &f.boards {
-                let base_of = |base: &Board| f.index.rank_base(base, N);
-                for_each_unmove_near(black_box(b), rules, base_of, |q, stored, top, near| {
-                    if stored {
-                        sum = sum.wrapping_add(f.index.rank_near(near, q, top));
-                    }
-                });
+                let base_of = |base: &Board, out: &mut RankBase| f.index.rank_base(base, N, out);
+                for_each_unmove_near(
+                    black_box(b),
+                    rules,
+                    made,
+                    base_of,
+                    |q, stored, top, near| {
+                        if stored {
+                            sum = sum.wrapping_add(f.index.rank_near(near, q, top));
+                        }
+                    },
+                );
             }
             sum
         })

@@ -518,18 +518,26 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
 /// Each candidate is made by un-sowing and then confirmed by playing the move forward,
 /// which keeps this exactly the inverse of [`legal_moves`] for in-level moves.
 pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bool)) {
-    for_each_unmove_near(child, rules, |_| (), |q, stored, _, _| f(q, stored));
+    for_each_unmove_near(
+        child,
+        rules,
+        &mut (),
+        |_, _| (),
+        |q, stored, _, _| f(q, stored),
+    );
 }
 
 /// [`for_each_unmove`] that also shows the board every predecessor is made from:
-/// `base_of` gets it once, before any predecessor, and `f` gets with each predecessor the
-/// highest pit (at least 1) in which it differs from that board and what `base_of` made
-/// of it, so that ranking it can start there ([`crate::game::index::Index::rank_near`]).
+/// `base_of` gets it once, before any predecessor, to write what it makes of it into
+/// `made`, and `f` gets with each predecessor the highest pit (at least 1) in which it
+/// differs from that board and `made`, so that ranking it can start there
+/// ([`crate::game::index::Index::rank_near`]).
 #[inline]
 pub fn for_each_unmove_near<B>(
     child: &Board,
     rules: Rules,
-    base_of: impl FnOnce(&Board) -> B,
+    made: &mut B,
+    base_of: impl FnOnce(&Board, &mut B),
     mut f: impl FnMut(&Board, bool, usize, &B),
 ) {
     let p = child.p as usize;
@@ -542,7 +550,8 @@ pub fn for_each_unmove_near<B>(
     // The position after the move, in the mover's frame. Nothing was captured, so it is
     // also the board right after sowing.
     let base = turn(&child.pits, p);
-    let made = base_of(&base);
+    base_of(&base, made);
+    let made = &*made;
     // Empty pits in the opponent row of the base; a predecessor is stored if its own
     // count (base less the seeds sown into that row) is not zero.
     let opp_zeros0 = base.pits[p..np].iter().filter(|&&c| c == 0).count();
@@ -578,7 +587,7 @@ pub fn for_each_unmove_near<B>(
                 parent.pits[o] = s;
                 debug_assert!(confirms(&parent, rules, o, child));
                 debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, $top, &made);
+                f(&parent, opp_zeros > 0, $top, made);
             };
         }
         // The first lap in three runs, each without the tests of the others: the mover's

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::game::index::Index;
+use crate::game::index::{Index, RankBase};
 use crate::game::rules::{for_each_unmove_near, Board, Exits, Rules};
 use crate::game::scan::{scan_exits, Lower, NO_EXIT};
 use crate::util::{prefetch, read_exact_at_parallel, HugeBuf, LevelBar};
@@ -656,6 +656,8 @@ impl Backward<'_> {
         let held = self.state.len() as u64;
         let size = self.index.level_size(self.n);
         let mut done = 0;
+        // What ranking each settled position's base board leaves, refilled per position.
+        let made = &mut RankBase::default();
         while !work.stack.is_empty() || !work.pending.is_empty() {
             if work.stack.len() >= SPLIT_AT {
                 // A cascade this large would keep one thread busy while the others run
@@ -690,10 +692,12 @@ impl Backward<'_> {
                 done += 1;
                 // Predecessors are ranked from the board they are un-sown from, only
                 // below the highest pit un-sowing touched.
-                let base_of = |base: &Board| self.index.rank_base(base, self.n);
+                let base_of =
+                    |base: &Board, out: &mut RankBase| self.index.rank_base(base, self.n, out);
                 for_each_unmove_near(
                     &board,
                     self.rules,
+                    made,
                     base_of,
                     #[inline(always)]
                     |q, stored, top, near| {
