@@ -203,7 +203,7 @@ fn bench_predecessor_ranks(c: &mut Criterion, f: &Fixture) {
                     rules,
                     made,
                     base_of,
-                    |q, stored, top, near| {
+                    |q, stored, top, near, _| {
                         if stored {
                             sum = sum.wrapping_add(f.index.rank_near(near, q, top));
                         }

@@ -48,7 +48,7 @@ pub use db::lock::DirLock;
 pub use error::{Error, Result};
 pub use game::index::{Cursor, Index, RankBase};
 pub use game::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
-pub use solve::build::{build, BuildOptions, LevelReport, SPILL_FROM};
+pub use solve::build::{build, choose, BuildOptions, LevelReport, Reads, StateKind, SPILL_FROM};
 pub use solve::level::{Outcomes, PhaseTimes};
 pub use solve::verify::{parse_levels, verify, LevelCheck, Mismatches, VerifyOptions};
 pub use util::{group, peak_rss};

@@ -744,9 +744,25 @@ fn a_build_that_cannot_finish_is_not_started() {
     let e = fail(&["build", "--max-seeds", "60", "--dir", root]);
     assert!(
         e.starts_with(
-            "error: level 60 (1,665,478,386,936 positions) needs 3.33 TB of solver memory, and this machine has "
+            "error: level 60 (1,665,478,386,936 positions) needs 1.87 TB of solver memory (the compact state), and this machine has "
         ) && e.contains("`awari plan --max-seeds 60 --nodes R`")
             && e.ends_with("`--no-check` starts anyway"),
+        "{e}"
+    );
+    // The fast state asked for: 2.125 bytes a position.
+    let e = fail(&[
+        "build",
+        "--max-seeds",
+        "60",
+        "--dir",
+        root,
+        "--state",
+        "fast",
+    ]);
+    assert!(
+        e.starts_with(
+            "error: level 60 (1,665,478,386,936 positions) needs 3.54 TB of solver memory (the fast state)"
+        ),
         "{e}"
     );
     // Nothing was written.

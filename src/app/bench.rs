@@ -68,6 +68,9 @@ pub fn bench(
             check: true,
             progress: false,
             spill_from: crate::solve::build::SPILL_FROM,
+            state: None,
+            reads: None,
+            pack: false,
         };
         let started = std::time::Instant::now();
         let levels = pool.install(|| build(&build_opts, |r| on_level(threads, r), |_| {}))?;

@@ -209,6 +209,9 @@ pub fn solve(
             check: true,
             progress: opts.progress,
             spill_from: crate::solve::build::SPILL_FROM,
+            state: None,
+            reads: None,
+            pack: false,
         };
         build(&b, |_| {}, |w| warn(w))?;
     }

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use anyhow::Context;
 use clap::Args;
 
-use awari::{build, group, BuildOptions, Index, LevelReport};
+use awari::{build, group, BuildOptions, Index, LevelReport, Reads, StateKind};
 
 use super::{DbArgs, Threads};
 
@@ -34,12 +34,30 @@ pub struct BuildArgs {
     /// assembles the level files. Needs the `mpi` feature.
     #[arg(long)]
     distributed: bool,
-    /// Levels whose solver state (2 bytes per position) takes at least this many MiB
-    /// write it to a temporary file during the forward pass and read it back once the
-    /// lower levels are let go, so that the two never take memory at once (0: every
-    /// level). Costs a write and a read of the state.
+    /// Levels whose solver state, read at random, takes at least this many MiB write it
+    /// to a temporary file during the forward pass and read it back once the lower levels
+    /// are let go, so that the two never take memory at once (0: every level). Costs a
+    /// write and a read of the state.
     #[arg(long, value_name = "MIB", default_value_t = awari::SPILL_FROM >> 20)]
     spill_from: u64,
+    /// The solver state: `fast` (2.125 bytes a position: a count of each position's moves
+    /// not yet known to lose), `compact` (1.125 bytes: a loss confirmed by generating the
+    /// position's moves again; levels up to 63 seeds), or `auto`: fast where it fits the
+    /// memory available, compact where it does not. The files are the same.
+    #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["fast", "compact", "auto"])]
+    state: String,
+    /// How a level reads the levels below: `random` (the levels a capture reaches held in
+    /// memory, each child read where it lies), `stream` (each lower level read once in
+    /// order, its positions handing their values to their parents: only the level's own
+    /// state in memory), or `auto`: random with the fast state where the two fit the
+    /// memory, a stream otherwise. The files are the same.
+    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = ["random", "stream", "auto"])]
+    lower: String,
+    /// Write each level packed (`level-NNN.awp`, zstd blocks of the values, about half the
+    /// raw size; checked block by block once written) instead of raw: a build of many
+    /// levels then needs about half the disk. Lower levels are read from their packs.
+    #[arg(long)]
+    pack: bool,
 }
 
 /// The ranks of the MPI job this process was started in by `mpirun`, if it says (Open
@@ -67,7 +85,20 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         no_check,
         distributed: _,
         spill_from,
+        state,
+        lower,
+        pack,
     } = args;
+    let state = match state.as_str() {
+        "fast" => Some(StateKind::Fast),
+        "compact" => Some(StateKind::Compact),
+        _ => None,
+    };
+    let reads = match lower.as_str() {
+        "random" => Some(Reads::Random),
+        "stream" => Some(Reads::Stream),
+        _ => None,
+    };
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits, max_seeds)?;
     let (pool, threads) = threads.pool()?;
@@ -80,11 +111,20 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         check: !no_check,
         progress: std::io::stderr().is_terminal(),
         spill_from: spill_from.saturating_mul(1 << 20),
+        state,
+        reads,
+        pack,
     };
     let dir = db.db_dir();
     // A build that cannot finish is not started (build checks again, level by level).
     if !no_check {
-        awari::plan::check_build_fits(&dir, &Index::new(db.pits, max_seeds)?, max_seeds)?;
+        awari::plan::check_build_fits(
+            &dir,
+            &Index::new(db.pits, max_seeds)?,
+            max_seeds,
+            state,
+            pack,
+        )?;
     }
     eprintln!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
@@ -94,7 +134,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     );
     let started = std::time::Instant::now();
     println!(
-        "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}",
+        "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
         "level",
         "positions",
         "seconds",
@@ -123,7 +163,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             )
         };
         println!(
-            "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6.2} {:>6.2} {:>6.2}",
+            "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6.2} {:>6.2} {:>6.2}  {}",
             r.seeds,
             group(s.positions),
             secs,
@@ -134,7 +174,9 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
                 .map_or("-".into(), |b| format!("{:.0}", b as f64 / 1e6)),
             pct(s.won),
             pct(s.drawn),
-            pct(s.lost)
+            pct(s.lost),
+            r.way
+                .map_or("-".into(), |(s, l)| format!("{}/{}", s.name(), l.name()))
         );
     };
     let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));

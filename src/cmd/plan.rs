@@ -280,6 +280,9 @@ fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
         check: true,
         progress: false,
         spill_from: awari::SPILL_FROM,
+        state: None,
+        reads: None,
+        pack: false,
     };
     eprintln!("calibrating: {rules} levels 0..={max_seeds}, {pits} pits per side");
     let reports = build(&opts, |_| {}, |_| {});

@@ -333,6 +333,22 @@ impl PackedLevel {
     /// Decompresses block `b` into `out` (exactly its length) and checks it.
     pub fn decode_block(&self, b: u64, out: &mut [u8]) -> std::result::Result<(), BlockProblem> {
         let src = &self.map[self.offset(b) as usize..self.offset(b + 1) as usize];
+        self.decode_block_bytes(b, src, out)
+    }
+
+    /// The bytes of block `b` in the file: `off[b]..off[b+1]`.
+    pub fn block_bytes(&self, b: u64) -> std::ops::Range<u64> {
+        self.offset(b)..self.offset(b + 1)
+    }
+
+    /// Decompresses block `b` from `src`, its bytes as the file holds them (read by the
+    /// caller, not through this level's map), into `out` and checks it.
+    pub fn decode_block_bytes(
+        &self,
+        b: u64,
+        src: &[u8],
+        out: &mut [u8],
+    ) -> std::result::Result<(), BlockProblem> {
         let problem = |p: String| BlockProblem {
             block: b,
             problem: p,

@@ -19,6 +19,8 @@ use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use crate::db::layout::{
     database_dirs, level_path, list_levels, missing_level, packed_path, Expect,
 };
@@ -397,4 +399,149 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
         }
     }
     Ok(out)
+}
+
+/// Bytes per read of a raw level streamed ([`LevelSource`]).
+const STREAM_PIECE: usize = 1 << 22;
+
+/// A finished level read in index order, a run of positions at a time, through reads of
+/// its file rather than a map, so that nothing of it stays in this process's memory: the
+/// raw file, or the packed one decompressed a block at a time. A level packed with the exit
+/// model is refused: its values need the levels below at random.
+pub struct LevelSource {
+    kind: SourceKind,
+    file: fs::File,
+    positions: u64,
+}
+
+enum SourceKind {
+    /// The raw file and the payload checksum of its header.
+    Raw(PathBuf, u64),
+    Packed(PackedLevel),
+}
+
+impl LevelSource {
+    /// Opens level `expect.seeds` in `dir` (the raw file if present, else the packed one)
+    /// checked against `expect`; `None` if there is neither.
+    pub fn open(dir: &Path, expect: &Expect) -> Result<Option<LevelSource>> {
+        let Some(level) = LevelFile::open(dir, expect, Check::HeaderOnly)? else {
+            return Ok(None);
+        };
+        LevelSource::of(level, expect).map(Some)
+    }
+
+    /// Opens the packed file of level `expect.seeds` in `dir`, even if a raw one is there.
+    pub fn open_packed(dir: &Path, expect: &Expect) -> Result<LevelSource> {
+        let path = packed_path(dir, expect.seeds);
+        LevelSource::of(LevelFile::Packed(PackedLevel::open(&path, expect)?), expect)
+    }
+
+    fn of(level: LevelFile, expect: &Expect) -> Result<LevelSource> {
+        let path = level.path().to_path_buf();
+        let file = fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let kind =
+            match level {
+                LevelFile::Raw(l) => SourceKind::Raw(path, l.header().checksum),
+                LevelFile::Packed(l) if l.model() == Model::Plain => SourceKind::Packed(l),
+                LevelFile::Packed(_) => return Err(Error::format(
+                    &path,
+                    "packed with the exit model, whose values need the levels below at random: \
+                     it cannot be read as a stream (repack it with `awari pack --model plain`, or \
+                     unpack it)",
+                )),
+            };
+        Ok(LevelSource {
+            kind,
+            file,
+            positions: expect.positions,
+        })
+    }
+
+    /// The file read.
+    pub fn path(&self) -> &Path {
+        match &self.kind {
+            SourceKind::Raw(p, _) => p,
+            SourceKind::Packed(l) => l.path(),
+        }
+    }
+
+    /// Fills `out` with the values of the positions from `start` on. A damaged packed
+    /// block is an error that names it.
+    pub fn read(&self, start: u64, out: &mut [u8]) -> Result<()> {
+        assert!(start + out.len() as u64 <= self.positions);
+        match &self.kind {
+            SourceKind::Raw(path, _) => {
+                use std::os::unix::fs::FileExt;
+                self.file
+                    .read_exact_at(out, PAYLOAD_OFFSET as u64 + start)
+                    .map_err(|e| Error::io(path, e))
+            }
+            SourceKind::Packed(l) => {
+                let s = l.pack_header().block as u64;
+                let end = start + out.len() as u64;
+                let mut src = Vec::new();
+                let mut block = Vec::new();
+                for b in start / s..end.div_ceil(s) {
+                    let r = l.block_range(b);
+                    let bytes = l.block_bytes(b);
+                    src.resize((bytes.end - bytes.start) as usize, 0);
+                    use std::os::unix::fs::FileExt;
+                    self.file
+                        .read_exact_at(&mut src, bytes.start)
+                        .map_err(|e| Error::io(l.path(), e))?;
+                    let (lo, hi) = (r.start.max(start), r.end.min(end));
+                    let dst = &mut out[(lo - start) as usize..(hi - start) as usize];
+                    if lo == r.start && hi == r.end {
+                        l.decode_block_bytes(b, &src, dst)
+                            .map_err(|p| l.block_error(&p))?;
+                    } else {
+                        block.resize((r.end - r.start) as usize, 0);
+                        l.decode_block_bytes(b, &src, &mut block)
+                            .map_err(|p| l.block_error(&p))?;
+                        dst.copy_from_slice(
+                            &block[(lo - r.start) as usize..(hi - r.start) as usize],
+                        );
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Recomputes the payload checksum (and, packed, every block's) from the file, a
+    /// piece at a time, and compares it with the header's; `each` sees every piece of
+    /// the payload, in order.
+    pub fn check_checksum_with(&self, mut each: impl FnMut(&[u8])) -> Result<()> {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        // Pieces read in parallel, hashed in order.
+        let piece = match &self.kind {
+            SourceKind::Raw(..) => STREAM_PIECE as u64,
+            SourceKind::Packed(l) => l.pack_header().block as u64 * 64,
+        };
+        let batch = piece * rayon::current_num_threads().max(1) as u64;
+        let mut buf = vec![0u8; batch.min(self.positions) as usize];
+        let mut at = 0;
+        while at < self.positions {
+            let len = batch.min(self.positions - at) as usize;
+            buf[..len]
+                .par_chunks_mut(piece as usize)
+                .enumerate()
+                .try_for_each(|(k, out)| self.read(at + k as u64 * piece, out))?;
+            hasher.update(&buf[..len]);
+            each(&buf[..len]);
+            at += len as u64;
+        }
+        let got = hasher.digest();
+        let want = match &self.kind {
+            SourceKind::Raw(_, sum) => *sum,
+            SourceKind::Packed(l) => l.header().checksum,
+        };
+        if got != want {
+            return Err(Error::format(
+                self.path(),
+                format!("damaged payload (checksum {got:016x}, header says {want:016x})"),
+            ));
+        }
+        Ok(())
+    }
 }

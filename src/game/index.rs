@@ -673,7 +673,7 @@ mod tests {
                                 rules,
                                 made,
                                 base_of,
-                                |q, stored, top, near| {
+                                |q, stored, top, near, _| {
                                     if stored {
                                         let want = index.rank_in(q, n);
                                         assert_eq!(

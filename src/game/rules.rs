@@ -523,7 +523,7 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
         rules,
         &mut (),
         |_, _| (),
-        |q, stored, _, _| f(q, stored),
+        |q, stored, _, _, _| f(q, stored),
     );
 }
 
@@ -531,14 +531,14 @@ pub fn for_each_unmove(child: &Board, rules: Rules, mut f: impl FnMut(&Board, bo
 /// `base_of` gets it once, before any predecessor, to write what it makes of it into
 /// `made`, and `f` gets with each predecessor the highest pit (at least 1) in which it
 /// differs from that board and `made`, so that ranking it can start there
-/// ([`crate::game::index::Index::rank_near`]).
+/// ([`crate::game::index::Index::rank_near`]), and the pit its move sows from.
 #[inline]
 pub fn for_each_unmove_near<B>(
     child: &Board,
     rules: Rules,
     made: &mut B,
     base_of: impl FnOnce(&Board, &mut B),
-    mut f: impl FnMut(&Board, bool, usize, &B),
+    mut f: impl FnMut(&Board, bool, usize, &B, usize),
 ) {
     let p = child.p as usize;
     let np = 2 * p;
@@ -587,7 +587,7 @@ pub fn for_each_unmove_near<B>(
                 parent.pits[o] = s;
                 debug_assert!(confirms(&parent, rules, o, child));
                 debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, $top, made);
+                f(&parent, opp_zeros > 0, $top, made, o);
             };
         }
         // The first lap in three runs, each without the tests of the others: the mover's
@@ -648,6 +648,193 @@ pub fn for_each_unmove_near<B>(
                 }
                 emit!(np - 1);
             }
+        }
+    }
+}
+
+/// Calls `f(pit, child)` with the child of every legal move of `board` from pit `from` on
+/// that stays in the level (nothing captured, the game goes on; under Oware a forfeited
+/// grand slam), in pit order, until `f` returns false: the children a compact solver
+/// reads to confirm a loss (DESIGN.md section 5.2). From pit 0 they are as many as
+/// [`for_each_exit`]'s `stay`, and none for a position whose game is over or whose moves
+/// all end it.
+#[inline]
+pub fn for_each_stay(
+    board: &Board,
+    rules: Rules,
+    from: usize,
+    mut f: impl FnMut(usize, &Board) -> bool,
+) {
+    let p = board.p as usize;
+    let np = 2 * p;
+    if board.own_seeds() == 0 {
+        return;
+    }
+    let opponent_empty = board.pits[p..np].iter().all(|&c| c == 0);
+    for o in from..p {
+        let s = board.pits[o] as usize;
+        if s == 0 {
+            continue;
+        }
+        // As in for_each_exit: where the last seed lands tells whether it may capture.
+        let (laps, rem) = if s < np - 1 {
+            (0, s)
+        } else {
+            (s / (np - 1), s % (np - 1))
+        };
+        let (last, lands) = if rem == 0 {
+            (if o == 0 { np - 1 } else { o - 1 }, laps)
+        } else if o + rem >= np {
+            (o + rem - np, laps + 1)
+        } else {
+            (o + rem, laps + 1)
+        };
+        let may_capture = last >= p && matches!(board.pits[last] as usize + lands, 2 | 3);
+        if !may_capture {
+            if opponent_empty && o + s < p {
+                // Starves the opponent: illegal, or (every move starving) ends the game.
+                continue;
+            }
+            let mut pits = board.pits;
+            sow(&mut pits, np, o);
+            if !f(o, &turn(&pits, p)) {
+                return;
+            }
+            continue;
+        }
+        let (pits, captured, starved) = play_raw(board, rules, o);
+        if !starved && captured == 0 && !f(o, &turn(&pits, p)) {
+            return;
+        }
+    }
+}
+
+/// Calls `f(parent, stored)` with every position that reaches `child` by a legal move
+/// capturing `captured` seeds (at least 2), each once, and whether the database stores
+/// it: the *un-captures* that let a level's exits be found from its lower levels read in
+/// index order (DESIGN.md section 5.1). Moves that end the game (Awari's forced starving
+/// moves) are not among them: such a move leaves the opponent, `child`'s side to move, no
+/// seeds, and is worth `n` whatever the child. Nor is Oware's forfeited grand slam, which
+/// captures nothing. So both rule sets have the same un-captures; `rules` is only for
+/// the debug check that plays each one forward.
+///
+/// Turned round, `child` is the board after the capture in the mover's frame. The
+/// captured pits were a chain of opponent pits holding 2 or 3 after sowing, from the pit
+/// `j` of the last seed down; now empty. Every opponent pit from `P` to `j` was sown
+/// (the mover sows from its own row), so the chain is the whole run of empty pits that
+/// ends at `j`, and the pit below it, if an opponent pit, is sown and holds neither 2 nor
+/// 3. Each filling of the chain with 2s and 3s that sums to `captured` is the board after
+/// sowing; its sowings taken back, from any empty own pit `o` with the last seed in `j`,
+/// give the parents: `k` whole laps and then one seed from each pit `o+1..=j`, every
+/// pit but `o` giving back `k` seeds plus one if on that path.
+#[inline]
+pub fn for_each_uncapture(
+    child: &Board,
+    captured: usize,
+    rules: Rules,
+    mut f: impl FnMut(&Board, bool),
+) {
+    let p = child.p as usize;
+    let np = 2 * p;
+    // A capture leaving the opponent (the child's side to move) no seeds starves it: not
+    // a capture exit (see above).
+    if captured < 2 || child.own_seeds() == 0 {
+        return;
+    }
+    let after = turn(&child.pits, p);
+    let mut j = p;
+    while j < np {
+        if after.pits[j] != 0 {
+            j += 1;
+            continue;
+        }
+        // A run of empty opponent pits lo..=hi: each pit of it may be the top of a chain
+        // that starts at lo.
+        let lo = j;
+        while j + 1 < np && after.pits[j + 1] == 0 {
+            j += 1;
+        }
+        let hi = j;
+        j += 1;
+        // The pit below a chain, sown, holds neither 2 nor 3 (else the chain would go on);
+        // if it is empty it was not sown, and no sowing reaches the chain.
+        if lo > p && matches!(after.pits[lo - 1], 0 | 2 | 3) {
+            continue;
+        }
+        for top in lo..=hi {
+            let len = top - lo + 1;
+            if captured < 2 * len {
+                break;
+            }
+            if captured > 3 * len {
+                continue;
+            }
+            // Which pits of the chain held 3 (the others 2): `threes` of the `len`.
+            let threes = (captured - 2 * len) as u32;
+            for mask in 0u32..1 << len {
+                if mask.count_ones() != threes {
+                    continue;
+                }
+                let mut sown = after;
+                for (b, pit) in (lo..=top).enumerate() {
+                    sown.pits[pit] = 2 + (mask >> b & 1) as u8;
+                }
+                unsow_to(&sown, top, |parent, o| {
+                    debug_assert!({
+                        let (pits, c, starved) = play_raw(parent, rules, o);
+                        c as usize == captured && !starved && turn(&pits, p) == *child
+                    });
+                    f(parent, parent.is_stored());
+                });
+            }
+        }
+    }
+}
+
+/// Calls `f(parent, o)` with every board that sowing an own pit `o` (empty in `sown`)
+/// turns into `sown`, with the last seed in pit `last`: `k >= 0` whole laps (every pit
+/// but `o` received `k` seeds) and one more seed in each pit `o+1..=last`.
+#[inline]
+fn unsow_to(sown: &Board, last: usize, mut f: impl FnMut(&Board, usize)) {
+    let p = sown.p as usize;
+    let np = 2 * p;
+    for o in 0..p {
+        if sown.pits[o] != 0 {
+            continue;
+        }
+        // Laps each pit can give back: the path's pits keep one seed for the last lap.
+        let mut laps = u8::MAX;
+        for x in 0..np {
+            if x == o {
+                continue;
+            }
+            let on_path = (x > o && x <= last) as u8;
+            let c = sown.pits[x];
+            if c < on_path {
+                laps = 0;
+                break;
+            }
+            laps = laps.min(c - on_path);
+        }
+        if sown.pits[o + 1..=last].contains(&0) {
+            continue;
+        }
+        let mut parent = *sown;
+        for x in o + 1..=last {
+            parent.pits[x] -= 1;
+        }
+        let mut s = (last - o) as u8;
+        for k in 0..=laps {
+            if k > 0 {
+                for x in 0..np {
+                    if x != o {
+                        parent.pits[x] -= 1;
+                    }
+                }
+                s += (np - 1) as u8;
+            }
+            parent.pits[o] = s;
+            f(&parent, o);
         }
     }
 }
@@ -734,6 +921,71 @@ mod tests {
                     });
                 }
                 assert!(boards > 4_000, "{p} pits: only {boards} boards");
+            }
+        }
+    }
+
+    /// Un-captures against forward moves: on every board of small levels and every board
+    /// size, the (parent, child, captured) triples that un-capturing each child gives are
+    /// exactly those of the parents' legal capturing moves that do not end the game
+    /// (Awari's forced starving moves do; Oware's forfeited grand slam captures nothing),
+    /// stored parents and others alike.
+    #[test]
+    fn uncaptures_are_the_capturing_moves_taken_back() {
+        use std::collections::HashSet;
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (p, top) in [(2, 16), (3, 14), (4, 11), (5, 9), (6, 8), (7, 7), (8, 6)] {
+                let mut edges = 0;
+                for n in 2..=top {
+                    let mut forward = HashSet::new();
+                    all_boards(p, n, &mut |board| {
+                        for m in legal_moves(board, rules).as_slice() {
+                            if m.captured > 0 && !m.ends_game {
+                                assert!(forward.insert((*board, m.child, m.captured as usize)));
+                            }
+                        }
+                    });
+                    let mut back = HashSet::new();
+                    for m in 0..=n - 2 {
+                        all_boards(p, m, &mut |child| {
+                            for_each_uncapture(child, n - m, rules, |parent, stored| {
+                                assert_eq!(stored, parent.is_stored());
+                                assert!(
+                                    back.insert((*parent, *child, n - m)),
+                                    "{rules} {parent:?} -> {child:?} twice"
+                                );
+                            });
+                        });
+                    }
+                    assert!(forward == back, "{rules} P={p} level {n}");
+                    edges += forward.len();
+                }
+                assert!(edges > 1_000, "{rules} P={p}: only {edges} captures");
+            }
+        }
+    }
+
+    /// In-level children against the full move generator, on every board of small levels.
+    #[test]
+    fn stays_are_the_moves_that_stay_in_the_level() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (p, top) in [(2, 16), (3, 14), (4, 11), (6, 8), (8, 6)] {
+                for n in 0..=top {
+                    all_boards(p, n, &mut |board| {
+                        let mut got = Vec::new();
+                        for_each_stay(board, rules, 0, |o, c| {
+                            got.push((o as u8, *c));
+                            true
+                        });
+                        let want: Vec<(u8, Board)> = legal_moves(board, rules)
+                            .as_slice()
+                            .iter()
+                            .filter(|m| m.stays_in_level())
+                            .map(|m| (m.pit, m.child))
+                            .collect();
+                        assert_eq!(got, want, "{rules} {board:?}");
+                    });
+                }
             }
         }
     }

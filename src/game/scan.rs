@@ -5,9 +5,15 @@
 //! Positions go in batches: first every move of the batch is generated and the
 //! lower-level value of each capture prefetched, then the values are read, so that the
 //! random reads of a batch overlap instead of waiting one after another.
+//!
+//! The other way round, [`scan_uncaptures`] runs through a lower level's positions in
+//! index order and hands each capture's value to its parents in the level above, so that
+//! a lower level is read once, as a stream, and only the level being built is touched at
+//! random.
 
+use crate::error::Result;
 use crate::game::index::Index;
-use crate::game::rules::{for_each_exit, Exits, Rules, MAX_PITS};
+use crate::game::rules::{for_each_exit, for_each_uncapture, Exits, Rules, MAX_PITS};
 use crate::util::prefetch;
 
 /// The best exit of a position with no capture among its legal moves.
@@ -85,5 +91,80 @@ pub fn scan_exits<L: Lower + ?Sized>(
             f(i + slot, exits[slot], best[slot]);
         }
         i += k;
+    }
+}
+
+/// Finished levels read in index order, a run of positions at a time: from their files
+/// (raw or packed) or from memory.
+pub trait Stream: Sync {
+    /// Fills `out` with the values of level `seeds` from index `start` on.
+    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> Result<()>;
+}
+
+/// Levels as slices of their values: `self[m]` is level `m`.
+impl Stream for [&[u8]] {
+    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> Result<()> {
+        let start = start as usize;
+        out.copy_from_slice(&self[seeds][start..start + out.len()]);
+        Ok(())
+    }
+}
+
+/// The lowest level whose positions a capture from level `n` can reach on a board of
+/// `p` pits per side: a capture takes at most `p - 1` pits of 2 or 3 seeds (taking all
+/// `p` would leave the opponent no seeds, which is no capture exit).
+pub fn lowest_captured_level(p: usize, n: usize) -> usize {
+    n.saturating_sub(3 * (p - 1))
+}
+
+/// Positions of a lower level whose parents are found before their cells are touched.
+const UNCAPTURE_BATCH: usize = 16;
+
+/// Runs through the positions `start + j` (`j` in `0..values.len()`) of level `m`, whose
+/// values are `values`, and gives the value of every capture leading to one of them from
+/// a stored position of level `n > m` to that parent: `apply(parent index, captured -
+/// v(child))`. `touch(parent index)` is called a batch ahead of `apply` with the same
+/// index, for a prefetch, so that the random accesses of a batch overlap.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn scan_uncaptures(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    m: usize,
+    start: u64,
+    values: &[u8],
+    mut touch: impl FnMut(u64),
+    mut apply: impl FnMut(u64, i8),
+) {
+    if values.is_empty() || m + 2 > n {
+        return;
+    }
+    let captured = n - m;
+    let mut board = index.unrank(m, start);
+    let mut ahead: Vec<(u64, i8)> = Vec::with_capacity(64);
+    let mut pending: Vec<(u64, i8)> = Vec::with_capacity(64);
+    for (j, &v) in values.iter().enumerate() {
+        let x = captured as i8 - v as i8;
+        for_each_uncapture(&board, captured, rules, |parent, stored| {
+            if stored {
+                let qi = index.rank_in(parent, n);
+                touch(qi);
+                ahead.push((qi, x));
+            }
+        });
+        if j % UNCAPTURE_BATCH == UNCAPTURE_BATCH - 1 {
+            for &(qi, x) in &pending {
+                apply(qi, x);
+            }
+            pending.clear();
+            std::mem::swap(&mut pending, &mut ahead);
+        }
+        if j + 1 < values.len() {
+            index.next(&mut board);
+        }
+    }
+    for &(qi, x) in pending.iter().chain(&ahead) {
+        apply(qi, x);
     }
 }

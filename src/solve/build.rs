@@ -1,5 +1,10 @@
 //! Building a database: every level from 0 up, each solved from the finished levels
 //! below it, written and checked, resuming where an earlier build stopped.
+//!
+//! Each level is solved with one of two states (fast or compact, [`StateKind`]) and
+//! reads its lower levels at random or as a stream ([`Reads`]); all four ways write the
+//! same file. By default the build picks, per level, the fastest way that fits the
+//! memory available (see [`choose`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,16 +14,23 @@ use rayon::prelude::*;
 
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
-use crate::db::raw::{Check, LevelWriter, RawLevel};
-use crate::db::store::{LevelFile, LevelStack, Values};
+use crate::db::model::Model;
+use crate::db::pack::{pack_payload, PackOptions};
+use crate::db::raw::{Check, LevelWriter};
+use crate::db::store::{has_exit_model, LevelFile, LevelSource, LevelStack, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
+use crate::game::scan::{lowest_captured_level, Stream};
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
-use crate::solve::level::{backward_pass, forward_pass, Outcomes, PhaseTimes};
-use crate::solve::plan::{check_build_fits, check_level_fits, Room, STATE_BYTES};
-use crate::util::{peak_rss, HugeBuf, LevelBar};
+use crate::solve::level::{
+    backward_pass, forward_pass, forward_stream, Forwarded, Outcomes, PhaseTimes, State,
+    COMPACT_MAX_SEEDS,
+};
+pub use crate::solve::level::{Reads, StateKind};
+use crate::solve::plan::{check_build_fits, check_level_fits, Room};
+use crate::util::{memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// What to build.
 #[derive(Clone, Debug)]
@@ -38,11 +50,39 @@ pub struct BuildOptions {
     pub check: bool,
     /// Draw progress bars on stderr (when it is a terminal).
     pub progress: bool,
-    /// Levels whose solver state takes at least this many bytes spill it to a temporary
-    /// file in the forward pass so that it never shares memory with the lower levels
-    /// (DESIGN.md section 5.2, "Spilling"); [`SPILL_FROM`] by default,
-    /// 0 for every level, `u64::MAX` for none.
+    /// Levels whose fast solver state, read at random, takes at least this many bytes
+    /// spill it to a temporary file in the forward pass so that it never shares memory
+    /// with the lower levels (DESIGN.md section 5.2, "Spilling"); [`SPILL_FROM`] by
+    /// default, 0 for every level, `u64::MAX` for none.
     pub spill_from: u64,
+    /// The solver state; `None` chooses per level ([`choose`]).
+    pub state: Option<StateKind>,
+    /// How the lower levels are read; `None` chooses per level ([`choose`]).
+    pub reads: Option<Reads>,
+    /// Write each level packed (`level-NNN.awp`, the plain model, which a streamed build
+    /// reads back) instead of raw, once checked.
+    pub pack: bool,
+}
+
+impl BuildOptions {
+    /// Levels `0..=max_seeds` of `rules` with `pits` pits per side under `root`, with the
+    /// defaults: keep complete levels, check memory and disk, no progress bars, the state
+    /// and the reads chosen per level, raw files.
+    pub fn new(root: &Path, rules: Rules, pits: usize, max_seeds: usize) -> BuildOptions {
+        BuildOptions {
+            root: root.to_path_buf(),
+            rules,
+            pits,
+            max_seeds,
+            force: false,
+            check: true,
+            progress: false,
+            spill_from: SPILL_FROM,
+            state: None,
+            reads: None,
+            pack: false,
+        }
+    }
 }
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
@@ -66,88 +106,100 @@ pub struct LevelReport {
     pub stats: Outcomes,
     /// Peak resident memory of the process so far, as the OS counts it (Linux only).
     pub peak_rss: Option<u64>,
+    /// The state and the reads the level was built with (`None` when kept).
+    pub way: Option<(StateKind, Reads)>,
+}
+
+/// How level `n` of `positions` positions is built: what `opts` asks for, and else the
+/// fastest way that fits `free` bytes of memory (`None`: unknown, assume it fits), given
+/// `lower` bytes of the levels a random forward pass holds: the fast state reading at
+/// random (today's fastest, spilling its state where [`BuildOptions::spill_from`] says),
+/// else the fast state with a stream, else the compact state with a stream. A compact
+/// state holds levels up to 63 seeds.
+pub fn choose(
+    opts: &BuildOptions,
+    n: usize,
+    positions: u64,
+    lower: u64,
+    free: Option<u64>,
+) -> (StateKind, Reads) {
+    let fits = |need: u64| free.is_none_or(|f| need <= f);
+    let random_need = |state: StateKind| {
+        let bytes = state.bytes(positions);
+        if bytes >= opts.spill_from {
+            bytes.max(lower)
+        } else {
+            bytes + lower
+        }
+    };
+    let state = opts.state.unwrap_or_else(|| {
+        if n > COMPACT_MAX_SEEDS || fits(StateKind::Fast.bytes(positions)) {
+            StateKind::Fast
+        } else {
+            StateKind::Compact
+        }
+    });
+    let reads = opts.reads.unwrap_or_else(|| {
+        if state == StateKind::Fast && fits(random_need(state)) {
+            Reads::Random
+        } else {
+            Reads::Stream
+        }
+    });
+    (state, reads)
 }
 
 /// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are
 /// kept; a damaged or unfinished one is rebuilt (`warn` says so). A rebuilt level is
-/// written raw, and a packed file of that level is then removed (`warn` says so too): it
-/// holds the old values, damaged perhaps, and would be reported as if still in use.
+/// written raw (or packed with [`BuildOptions::pack`]), and a file of that level in the
+/// other form is then removed (`warn` says so too): it holds the old values, damaged
+/// perhaps, and would be reported as if still in use.
 pub fn build(
     opts: &BuildOptions,
     mut report: impl FnMut(&LevelReport),
     mut warn: impl FnMut(&str),
 ) -> Result<Vec<LevelReport>> {
     let index = Index::new(opts.pits, opts.max_seeds)?;
+    if opts.state == Some(StateKind::Compact) && opts.max_seeds > COMPACT_MAX_SEEDS {
+        return Err(Error::Input(format!(
+            "the compact state holds levels of at most {COMPACT_MAX_SEEDS} seeds, and this build \
+             goes to {}: use --state fast or auto",
+            opts.max_seeds
+        )));
+    }
     let dir = db_dir(&opts.root, opts.rules, opts.pits);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     // One build per folder: a second one would write the same levels at once.
     let command = build_command(&opts.root, opts.rules, opts.pits, opts.max_seeds);
     let _lock = DirLock::acquire(&dir, &command)?;
     if opts.check {
-        check_build_fits(&dir, &index, opts.max_seeds)?;
+        check_build_fits(&dir, &index, opts.max_seeds, opts.state, opts.pack)?;
     }
-    // The finished levels: raw ones mapped, packed ones decompressed whole.
-    let mut done = LevelStack::new(&dir, opts.rules, opts.pits, true)?;
-    // The same levels as the forward pass reads them.
+    // A level packed with the exit model needs every level below in memory to be read,
+    // so a database that has one keeps the finished levels here as before (raw ones
+    // mapped, packed ones decompressed); any other reads them from their files.
+    let exits = has_exit_model(&dir);
+    let mut done = LevelStack::new(&dir, opts.rules, opts.pits, exits)?;
+    // The lower levels a random forward pass reads, in memory.
     let mut hot = Hot::default();
     let mut reports = Vec::new();
     for n in 0..=opts.max_seeds {
-        let path = level_path(&dir, n);
         let want = Expect::level(opts.rules, &index, n);
-        // A raw level, else a packed one (decompressed whole, every block checked).
-        let found = if opts.force {
+        let kept = if opts.force {
             Ok(None)
         } else {
-            LevelFile::open(&dir, &want, Check::HeaderOnly).and_then(|l| {
-                // A pack with the exit model is resolved against the levels below.
-                l.map(|l| l.into_checked_values(&done.below(n))).transpose()
-            })
+            keep_level(&dir, &want, &mut done, exits)
         };
-        let (skipped, seconds, phases, stats) = match found {
-            Ok(Some(level)) => {
-                let stats = Outcomes::of(level.bytes());
-                done.offer(n, level);
-                (true, 0.0, PhaseTimes::default(), stats)
-            }
-            found => {
-                if let Err(e) = found {
+        let (skipped, seconds, phases, stats, way) = match kept {
+            Ok(Some(stats)) => (true, 0.0, PhaseTimes::default(), stats, None),
+            kept => {
+                if let Err(e) = kept {
                     warn(&format!("rebuilding level {n}: {}", e.one_line()));
                 }
-                let size = index.level_size(n);
-                let spill = STATE_BYTES * size >= opts.spill_from;
-                if opts.check {
-                    let lower = (0..n.saturating_sub(1)).map(|m| index.level_size(m)).sum();
-                    let room = Room {
-                        lower,
-                        held: hot.held(n.saturating_sub(1)),
-                    };
-                    check_level_fits(&dir, n, size, spill, room)?;
-                }
                 let t0 = Instant::now();
-                if let (true, Some(m)) = (spill, n.checked_sub(1)) {
-                    // Level n - 1 is not read now (a capture takes 2 seeds or more); the
-                    // next level reads it back from its file.
-                    hot.drop_level(m);
-                }
-                hot.fill(n, &done)?;
-                let (values, stats, phases) =
-                    solve_to_values(opts, &index, n, &mut hot, &done, &path, spill)?;
-                write_level(opts, n, &path, &values)?;
-                let packed = packed_path(&dir, n);
-                if packed.exists() {
-                    fs::remove_file(&packed).map_err(|e| Error::io(&packed, e))?;
-                    warn(&format!(
-                        "removed the stale packed level {} (level {n} rebuilt as {})",
-                        packed.display(),
-                        path.display()
-                    ));
-                }
-                done.offer(
-                    n,
-                    Values::Mapped(RawLevel::open(&path, &want, Check::HeaderOnly)?),
-                );
-                hot.keep(n, values);
-                (false, t0.elapsed().as_secs_f64(), phases, stats)
+                let (phases, stats, way) =
+                    build_level(opts, &index, n, &dir, &mut hot, &mut done, &mut warn)?;
+                (false, t0.elapsed().as_secs_f64(), phases, stats, Some(way))
             }
         };
         let r = LevelReport {
@@ -157,6 +209,7 @@ pub fn build(
             phases,
             stats,
             peak_rss: peak_rss(),
+            way,
         };
         report(&r);
         reports.push(r);
@@ -164,90 +217,117 @@ pub fn build(
     Ok(reports)
 }
 
-/// The finished levels the forward pass reads, in anonymous memory in huge pages: a
-/// level just built keeps the memory its solver state had ([`State::into_values`]); one
-/// found on disk is read into such memory from its file the first time a level needs
-/// it. Through the files' maps (4 KiB pages) nearly every random read of a lower level
-/// also missed the TLB. A level whose state spills lets them all go after its forward
-/// pass, and the next level reads them again.
-#[derive(Default)]
-struct Hot {
-    /// Level `m`, or `None` to read it through [`LevelStack`] (a packed level, which is
-    /// in memory already) or when let go.
-    levels: Vec<Option<HugeBuf>>,
+/// Level `want.seeds` if it is in `dir` complete and valid (the raw file, else the packed
+/// one; every checksum checked, reading the file a piece at a time): its outcomes, or
+/// `None` if there is no file. With `exits` (a level of the database is packed with the
+/// exit model), the level's values are also kept in `done`, which such a level needs.
+fn keep_level(
+    dir: &Path,
+    want: &Expect,
+    done: &mut LevelStack,
+    exits: bool,
+) -> Result<Option<Outcomes>> {
+    let n = want.seeds;
+    if exits {
+        let Some(level) = LevelFile::open(dir, want, Check::HeaderOnly)? else {
+            return Ok(None);
+        };
+        let values = level.into_checked_values(&done.below(n))?;
+        let stats = Outcomes::of(values.bytes());
+        done.offer(n, values);
+        return Ok(Some(stats));
+    }
+    let Some(source) = LevelSource::open(dir, want)? else {
+        return Ok(None);
+    };
+    let mut stats = Outcomes::default();
+    source.check_checksum_with(|piece| stats = stats.merge(Outcomes::of_parallel(piece)))?;
+    Ok(Some(stats))
 }
 
-impl Hot {
-    /// Reads every raw level that level `n` reads (below `n - 1`: a capture takes 2 seeds
-    /// or more) and that is not held from its file in `done`.
-    fn fill(&mut self, n: usize, done: &LevelStack) -> Result<()> {
-        self.levels.resize_with(self.levels.len().max(n), || None);
-        for m in 0..n.saturating_sub(1) {
-            if self.levels[m].is_some() {
-                continue;
-            }
-            if let Some(Values::Mapped(raw)) = done.get(m) {
-                let len = raw.bytes().len();
-                let mut buf = HugeBuf::zeroed(len).map_err(|e| {
-                    Error::Resources(format!("cannot allocate {len} bytes for level {m}: {e}"))
-                })?;
-                raw.read_payload(&mut buf)?;
-                self.levels[m] = Some(buf);
-            }
-        }
-        Ok(())
+/// Builds level `n` into `dir` and checks what it wrote: its solve times, outcomes, and
+/// the way it was built.
+fn build_level(
+    opts: &BuildOptions,
+    index: &Index,
+    n: usize,
+    dir: &Path,
+    hot: &mut Hot,
+    done: &mut LevelStack,
+    warn: &mut impl FnMut(&str),
+) -> Result<(PhaseTimes, Outcomes, (StateKind, Reads))> {
+    let size = index.level_size(n);
+    let p = index.pits_per_side();
+    let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
+    let lower: u64 = reach.clone().map(|m| index.level_size(m)).sum();
+    let held = hot.held(&reach);
+    let free = memory_available().map(|f| f + held);
+    let way @ (state, reads) = choose(opts, n, size, lower, free);
+    let spill = reads == Reads::Random && state.bytes(size) >= opts.spill_from;
+    if opts.check {
+        let room = Room {
+            lower: if reads == Reads::Random { lower } else { 0 },
+            held: if reads == Reads::Random { held } else { 0 },
+        };
+        check_level_fits(dir, n, size, state, spill, opts.pack, room)?;
     }
-
-    /// The values of the levels below `n`: held here, else as `done` holds them (level
-    /// `n - 1` through its map, which level `n` never reads).
-    fn below<'a>(&'a self, n: usize, done: &'a LevelStack) -> Vec<&'a [u8]> {
-        (0..n)
-            .map(|m| match self.levels.get(m) {
-                Some(Some(buf)) => &buf[..],
-                _ => done.get(m).expect("every level below is finished").bytes(),
-            })
-            .collect()
+    if reads == Reads::Stream {
+        // A stream holds no lower level.
+        hot.release();
+        done.release();
+    } else {
+        hot.fill(n, index, dir, opts.rules, done)?;
     }
-
-    /// Holds the values of level `n`, just built.
-    fn keep(&mut self, n: usize, values: HugeBuf) {
-        self.levels
-            .resize_with(self.levels.len().max(n + 1), || None);
-        self.levels[n] = Some(values);
+    let path = level_path(dir, n);
+    let (values, stats, phases) = match state {
+        StateKind::Fast => solve::<false>(opts, index, n, hot, done, dir, &path, reads, spill)?,
+        StateKind::Compact => solve::<true>(opts, index, n, hot, done, dir, &path, reads, spill)?,
+    };
+    let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
+    let (written, stale) = if opts.pack {
+        write_packed(opts, n, &packed, &values)?;
+        (packed, raw)
+    } else {
+        write_level(opts, n, &raw, &values)?;
+        (raw, packed)
+    };
+    if stale.exists() {
+        fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
+        warn(&format!(
+            "removed the stale {} level {} (level {n} rebuilt as {})",
+            if opts.pack { "raw" } else { "packed" },
+            stale.display(),
+            written.display()
+        ));
     }
-
-    /// Lets level `m` go, if held.
-    fn drop_level(&mut self, m: usize) {
-        if let Some(l) = self.levels.get_mut(m) {
-            *l = None;
-        }
+    let want = Expect::level(opts.rules, index, n);
+    if done.wants(n) {
+        let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
+            .expect("the level just written is there");
+        let values = match level {
+            LevelFile::Raw(l) => Values::Mapped(l),
+            LevelFile::Packed(_) => Values::Owned(values.to_vec().into_boxed_slice()),
+        };
+        done.offer(n, values);
     }
-
-    /// Bytes held of the levels below `n`.
-    fn held(&self, n: usize) -> u64 {
-        self.levels
-            .iter()
-            .take(n)
-            .flatten()
-            .map(|b| b.len() as u64)
-            .sum()
+    if reads == Reads::Random {
+        hot.keep(n, values);
     }
-
-    /// Lets every level go.
-    fn release(&mut self) {
-        self.levels.iter_mut().for_each(|l| *l = None);
-    }
+    Ok((phases, stats, way))
 }
 
-/// Solves level `n` from the lower levels in `hot` and `done`: its values (in the
-/// state's memory) and what they hold.
-fn solve_to_values(
+/// Solves level `n` with the state `C` (compact if true) and the reads `reads`: its
+/// values (in the state's memory), what they hold, and the solve times.
+#[allow(clippy::too_many_arguments)]
+fn solve<const C: bool>(
     opts: &BuildOptions,
     index: &Index,
     n: usize,
     hot: &mut Hot,
     done: &LevelStack,
+    dir: &Path,
     path: &Path,
+    reads: Reads,
     spill: bool,
 ) -> Result<(HugeBuf, Outcomes, PhaseTimes)> {
     let size = index.level_size(n);
@@ -269,25 +349,171 @@ fn solve_to_values(
         None
     };
     let io = |e| Error::io(&spill_path, e);
-    let below = hot.below(n, done);
-    let forwarded =
-        forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut()).map_err(io)?;
-    drop(below);
-    if spill {
-        // The backward pass reads no lower level: the state has their memory.
-        hot.release();
-        done.release();
-    }
-    let (state, phases) =
+    let forwarded: Forwarded<C> = match reads {
+        Reads::Random => {
+            let below = hot.below(n);
+            let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
+                .map_err(io)?;
+            drop(below);
+            if spill {
+                // The backward pass reads no lower level: the state has their memory.
+                hot.release();
+                done.release();
+            }
+            f
+        }
+        Reads::Stream => {
+            let sources = Sources::open(dir, opts.rules, index, n, done)?;
+            forward_stream(opts.rules, index, n, &sources, &bar)?
+        }
+    };
+    let (state, phases): (State<C>, _) =
         backward_pass(opts.rules, index, n, forwarded, &bar, spill_file.as_mut()).map_err(io)?;
     drop(spill_file);
     let values = state.into_values();
-    let stats = values
-        .par_chunks(1 << 20)
-        .map(Outcomes::of)
-        .reduce(Outcomes::default, Outcomes::merge);
+    let stats = Outcomes::of_parallel(&values);
     bar.finish();
     Ok((values, stats, phases))
+}
+
+/// The levels a streamed forward pass of level `n` reads: each from its file, or from
+/// memory where `done` holds it (a level packed with the exit model, resolved).
+struct Sources<'a> {
+    /// Level `m` at `m - first`.
+    levels: Vec<Source<'a>>,
+    first: usize,
+}
+
+enum Source<'a> {
+    File(LevelSource),
+    Memory(&'a [u8]),
+}
+
+impl<'a> Sources<'a> {
+    fn open(
+        dir: &Path,
+        rules: Rules,
+        index: &Index,
+        n: usize,
+        done: &'a LevelStack,
+    ) -> Result<Sources<'a>> {
+        let first = lowest_captured_level(index.pits_per_side(), n);
+        let levels = (first..n.saturating_sub(1))
+            .map(|m| match done.get(m) {
+                Some(Values::Owned(v)) => Ok(Source::Memory(v)),
+                _ => LevelSource::open(dir, &Expect::level(rules, index, m))?
+                    .map(Source::File)
+                    .ok_or_else(|| {
+                        Error::Input(format!(
+                            "level {m} is missing from {} (level {n} reads it)",
+                            dir.display()
+                        ))
+                    }),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Sources { levels, first })
+    }
+}
+
+impl Stream for Sources<'_> {
+    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> Result<()> {
+        match &self.levels[seeds - self.first] {
+            Source::File(f) => f.read(start, out),
+            Source::Memory(v) => {
+                let start = start as usize;
+                out.copy_from_slice(&v[start..start + out.len()]);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The finished levels a random forward pass reads, in anonymous memory in huge pages: a
+/// level just built keeps the memory its solver state had ([`State::into_values`]); one
+/// found on disk is read into such memory from its file (raw, or packed and decompressed)
+/// the first time a level needs it. Through the files' maps (4 KiB pages) nearly every
+/// random read of a lower level also missed the TLB. A level whose state spills lets them
+/// all go after its forward pass, and the next level reads them again.
+#[derive(Default)]
+struct Hot {
+    /// Level `m`, or `None` when not held.
+    levels: Vec<Option<HugeBuf>>,
+}
+
+impl Hot {
+    /// Holds every level that level `n` reads (from the lowest a capture reaches to `n -
+    /// 2`), from the files in `dir`, or from `done` for a level it holds decompressed;
+    /// lets go of the levels below those.
+    fn fill(
+        &mut self,
+        n: usize,
+        index: &Index,
+        dir: &Path,
+        rules: Rules,
+        done: &LevelStack,
+    ) -> Result<()> {
+        let first = lowest_captured_level(index.pits_per_side(), n);
+        self.levels.resize_with(self.levels.len().max(n), || None);
+        for m in 0..first {
+            self.levels[m] = None;
+        }
+        for m in first..n.saturating_sub(1) {
+            if self.levels[m].is_some() {
+                continue;
+            }
+            let len = index.level_size(m) as usize;
+            let mut buf = HugeBuf::zeroed(len).map_err(|e| {
+                Error::Resources(format!("cannot allocate {len} bytes for level {m}: {e}"))
+            })?;
+            match done.get(m) {
+                Some(Values::Owned(v)) => buf.copy_from_slice(v),
+                _ => {
+                    let source = LevelSource::open(dir, &Expect::level(rules, index, m))?
+                        .ok_or_else(|| {
+                            Error::Input(format!("level {m} is missing from {}", dir.display()))
+                        })?;
+                    const PIECE: usize = 1 << 22;
+                    buf.par_chunks_mut(PIECE)
+                        .enumerate()
+                        .try_for_each(|(k, out)| source.read((k * PIECE) as u64, out))?;
+                }
+            }
+            self.levels[m] = Some(buf);
+        }
+        Ok(())
+    }
+
+    /// The values of the levels below `n` as a random forward pass reads them: the
+    /// levels held, and empty slices for the others, which it never reads.
+    fn below(&self, n: usize) -> Vec<&[u8]> {
+        (0..n)
+            .map(|m| match self.levels.get(m) {
+                Some(Some(buf)) => &buf[..],
+                _ => &[][..],
+            })
+            .collect()
+    }
+
+    /// Holds the values of level `n`, just built.
+    fn keep(&mut self, n: usize, values: HugeBuf) {
+        self.levels
+            .resize_with(self.levels.len().max(n + 1), || None);
+        self.levels[n] = Some(values);
+    }
+
+    /// Bytes held of the levels `range`.
+    fn held(&self, range: &std::ops::Range<usize>) -> u64 {
+        range
+            .clone()
+            .filter_map(|m| self.levels.get(m)?.as_ref())
+            .map(|b| b.len() as u64)
+            .sum()
+    }
+
+    /// Lets every level go.
+    fn release(&mut self) {
+        self.levels.iter_mut().for_each(|l| *l = None);
+    }
 }
 
 /// Writes level `n`'s file (section 4.3 of DESIGN.md).
@@ -297,6 +523,21 @@ fn write_level(opts: &BuildOptions, n: usize, path: &Path, values: &[u8]) -> Res
     w.finish().map(|_| ())
 }
 
+/// Writes level `n` packed with the plain model (section 6), then reads it back a block
+/// at a time, every block and the payload checksum checked.
+fn write_packed(opts: &BuildOptions, n: usize, path: &Path, values: &[u8]) -> Result<()> {
+    let pack = PackOptions {
+        model: Model::Plain,
+        ..PackOptions::default()
+    };
+    pack_payload(path, opts.rules, opts.pits, n, values, &pack, &[])?;
+    let index = Index::new(opts.pits, n)?;
+    let want = Expect::level(opts.rules, &index, n);
+    let dir = path.parent().expect("a level file is in a folder");
+    let source = LevelSource::open_packed(dir, &want)?;
+    source.check_checksum_with(|_| {})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,14 +545,8 @@ mod tests {
 
     fn opts(root: &Path, max_seeds: usize, force: bool) -> BuildOptions {
         BuildOptions {
-            root: root.to_path_buf(),
-            rules: Rules::Awari,
-            pits: 3,
-            max_seeds,
             force,
-            check: true,
-            progress: false,
-            spill_from: SPILL_FROM,
+            ..BuildOptions::new(root, Rules::Awari, 3, max_seeds)
         }
     }
 
@@ -329,18 +564,31 @@ mod tests {
     fn spilling_the_state_changes_no_byte() {
         for rules in [Rules::Awari, Rules::Oware] {
             let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-            let run = |root: &Path, spill_from: u64| {
+            let c = tempfile::tempdir().unwrap();
+            let run = |root: &Path, spill_from: u64, state: StateKind| {
                 let o = BuildOptions {
                     rules,
                     pits: 4,
                     spill_from,
+                    state: Some(state),
+                    reads: Some(Reads::Random),
                     ..opts(root, 16, false)
                 };
                 build_warned(&o)
             };
-            run(a.path(), u64::MAX);
-            run(b.path(), 0);
+            run(a.path(), u64::MAX, StateKind::Fast);
+            run(b.path(), 0, StateKind::Fast);
+            run(c.path(), 0, StateKind::Compact);
             let (da, db) = (db_dir(a.path(), rules, 4), db_dir(b.path(), rules, 4));
+            let dc = db_dir(c.path(), rules, 4);
+            for n in 0..=16 {
+                let (x, y) = (level_path(&da, n), level_path(&dc, n));
+                assert_eq!(
+                    fs::read(&x).unwrap(),
+                    fs::read(&y).unwrap(),
+                    "{rules} level {n}"
+                );
+            }
             // Level 16 spans several stripes.
             assert!(Index::new(4, 16).unwrap().level_size(16) > 3 * STRIPE_IN_TESTS);
             for n in 0..=16 {

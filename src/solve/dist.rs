@@ -127,7 +127,7 @@ pub fn solve_slice<C: Comm, T>(
     let ranks = comm.size();
     let size = index.level_size(n);
     let mine = slice(size, ranks, comm.rank());
-    let mut state = State::new(mine.end - mine.start);
+    let mut state = State::<false>::new(mine.end - mine.start);
     forward(comm, rules, index, n, lower, &mine, &state);
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
@@ -171,7 +171,7 @@ fn forward<C: Comm>(
     n: usize,
     lower: &LowerSlices,
     mine: &Range<u64>,
-    state: &State,
+    state: &State<false>,
 ) {
     let (rank, ranks) = (comm.rank(), comm.size());
     // Every rank takes part in as many rounds as the largest slice needs; each rank
@@ -215,7 +215,7 @@ fn forward<C: Comm>(
         let got = comm.exchange(answers);
         tasks.par_iter().enumerate().for_each(|(task, asked)| {
             for &(j, c, o, k) in &asked.captures {
-                let cell = state.value((lo - mine.start) as usize + j as usize);
+                let cell = state.exit((lo - mine.start) as usize + j as usize);
                 let v = c as i8 - got.from(o as usize)[(at[task][o as usize] + k) as usize] as i8;
                 // Only positions with moves have captures: their exit starts at NO_EXIT.
                 if v > cell.load(Relaxed) as i8 {
@@ -238,7 +238,7 @@ fn scan(
     mine: &Range<u64>,
     lo: u64,
     range: Range<u64>,
-    state: &State,
+    state: &State<false>,
     rank: usize,
     ranks: usize,
 ) -> Asked {
@@ -274,10 +274,10 @@ fn scan(
             Exits::Moves { stay } => (NO_EXIT, stay),
         };
         state.count(at).store(stay, Relaxed);
-        state.value(at).store(b as u8, Relaxed);
+        state.exit(at).store(b as u8, Relaxed);
         if reads.len() >= READ_BATCH || i + 1 == range.end {
             for &(at, c, m, off) in &reads {
-                let cell = state.value(at);
+                let cell = state.exit(at);
                 let v = c as i8 - lower.values[m][off] as i8;
                 if v > cell.load(Relaxed) as i8 {
                     cell.store(v as u8, Relaxed);
@@ -321,7 +321,7 @@ fn answer(buf: &[u8], lower: &LowerSlices) -> Vec<u8> {
 
 /// The backward pass of threshold `t` over this rank's slice, in rounds until no rank
 /// has anything left to send.
-fn threshold<C: Comm>(comm: &C, back: &Backward, mine: &Range<u64>, t: i8) {
+fn threshold<C: Comm>(comm: &C, back: &Backward<false>, mine: &Range<u64>, t: i8) {
     let ranks = comm.size();
     let segments = largest_slice(back.index.level_size(back.n), ranks).div_ceil(SEGMENT);
     // The outboxes of the round, filled by the tasks as they end.
@@ -851,6 +851,9 @@ mod tests {
                 check: true,
                 progress: false,
                 spill_from: crate::solve::build::SPILL_FROM,
+                state: None,
+                reads: None,
+                pack: false,
             },
             |_| {},
             |_| {},

@@ -1,27 +1,44 @@
 //! Solving one level exactly (DESIGN.md section 5): a forward pass that scores every move
-//! leaving the level and counts the moves staying in it, then a backward pass over
-//! thresholds `t = n..1` that settles wins and losses by predecessor propagation.
+//! leaving the level (and, in the fast state, counts the moves staying in it), then a
+//! backward pass over thresholds `t = n..1` that settles wins and losses by predecessor
+//! propagation.
 //!
-//! Working memory is two bytes per position, side by side. The *count* byte holds the
-//! settled mark and the number of in-level moves not yet known to reach a child worth
-//! `>= t` (kept only while `b[p] < 0`); the *value* byte holds the best exit value `b[p]`
-//! until the position is settled, and its value after. The backward pass reads and
-//! updates count bytes at random and needs the value byte whenever it settles a position
-//! or a count runs out: with the two in one cache line, an update costs one miss instead
-//! of two (level 20: backward pass 10.7 s against 13.0 s with two arrays; DESIGN.md
-//! section 5). Lower levels are only read.
+//! Two solver states, one type each ([`State`] with `C = false` or `true`):
+//!
+//! - *fast*, two bytes per position side by side. The *count* byte holds the settled mark
+//!   and the number of in-level moves not yet known to reach a child worth `>= t` (kept
+//!   only while `b[p] < 0`); the *value* byte holds the best exit value `b[p]` until the
+//!   position is settled, and its value after. The backward pass reads and updates count
+//!   bytes at random and needs the value byte whenever it settles a position or a count
+//!   runs out: with the two in one cache line, an update costs one miss instead of two
+//!   (level 20: backward pass 10.7 s against 13.0 s with two arrays).
+//! - *compact*, one byte per position: the best exit while unsettled, the value once
+//!   settled, told apart by the code (see [`compact_code`]). No count: a position is
+//!   confirmed lost by generating its in-level moves and reading its children, as
+//!   Syzygy's generator does.
+//!
+//! The forward pass reads the lower levels either at random (each capture's child read
+//! where it lies, [`forward_pass`]) or as a stream (each lower position hands its value to
+//! its parents by un-captures, [`forward_stream`]): then only the level being built is in
+//! memory. Every combination writes the same values.
 
 use std::fs::File;
 use std::io::Write;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU8,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::error::Result;
 use crate::game::index::{Index, RankBase};
-use crate::game::rules::{for_each_unmove_near, Board, Exits, Rules};
-use crate::game::scan::{scan_exits, Lower, NO_EXIT};
+use crate::game::rules::{for_each_exit, for_each_stay, for_each_unmove_near, Board, Exits, Rules};
+use crate::game::scan::{
+    lowest_captured_level, scan_exits, scan_uncaptures, Lower, Stream, NO_EXIT,
+};
 use crate::util::{prefetch, read_exact_at_parallel, HugeBuf, LevelBar};
 
 const SETTLED: u8 = 0x80;
@@ -33,6 +50,83 @@ pub(crate) const CHUNK: u64 = 1 << 14;
 const BACKWARD_BATCH: usize = 16;
 /// A stack of settled positions this long is split between threads.
 const SPLIT_AT: usize = 1 << 12;
+
+/// The most seeds a level built with the compact state may hold: its byte holds the exits
+/// and values `-63..=63` twice over (see [`compact_code`]).
+pub const COMPACT_MAX_SEEDS: usize = 63;
+
+/// The compact state's byte of an unsettled position with no exit.
+const COMPACT_NO_EXIT: i8 = -64;
+
+/// The compact state's byte of a position settled at `v`. An unsettled position's byte is
+/// its best exit `b`, `-63..=63`, or [`COMPACT_NO_EXIT`]: the bytes `-64..=63`, whose top
+/// two bits are equal. A settled one flips bit 6 of its value: `64..=127` for a win,
+/// `-127..=-65` for a loss (a draw is never settled). So a byte is settled if it lies
+/// outside `-64..=63`, and a settled win is a byte above 64.
+#[inline(always)]
+pub(crate) fn compact_code(v: i8) -> i8 {
+    (v as u8 ^ 0x40) as i8
+}
+
+/// Whether a compact byte is a settled position's.
+#[inline(always)]
+fn compact_settled(code: i8) -> bool {
+    code.wrapping_add(64) < 0
+}
+
+/// The smallest compact byte of a settled win.
+const COMPACT_WON: i8 = 65;
+
+/// The solver state a level is built with (DESIGN.md section 5.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StateKind {
+    /// Two bytes per position and the threshold map's bit (2.125 bytes): a count of the
+    /// in-level moves not yet known to lose, so that a loss costs one update.
+    Fast,
+    /// One byte per position and the threshold map's bit (1.125 bytes): a loss is
+    /// confirmed by generating the position's moves again. Levels up to 63 seeds.
+    Compact,
+}
+
+impl StateKind {
+    /// Bytes of memory the state of `positions` positions takes.
+    pub fn bytes(self, positions: u64) -> u64 {
+        let per = match self {
+            StateKind::Fast => 2,
+            StateKind::Compact => 1,
+        };
+        per * positions + positions.div_ceil(64) * 8
+    }
+
+    /// The name used on the command line (`fast`, `compact`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StateKind::Fast => "fast",
+            StateKind::Compact => "compact",
+        }
+    }
+}
+
+/// How a level's forward pass reads the levels below (DESIGN.md section 5.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reads {
+    /// Each capture's child read where it lies: the lower levels a capture reaches are
+    /// held in memory (or, with spilling, held while the state is on disk).
+    Random,
+    /// The lower levels read once in index order, each position giving its value to its
+    /// parents by un-captures: only the level's state is in memory.
+    Stream,
+}
+
+impl Reads {
+    /// The name used on the command line (`random`, `stream`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reads::Random => "random",
+            Reads::Stream => "stream",
+        }
+    }
+}
 
 /// What solving a level found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,20 +170,29 @@ impl Outcomes {
         }
         s
     }
+
+    /// [`Outcomes::of`] with the threads of the current rayon pool.
+    pub fn of_parallel(payload: &[u8]) -> Outcomes {
+        payload
+            .par_chunks(1 << 20)
+            .map(Outcomes::of)
+            .reduce(Outcomes::default, Outcomes::merge)
+    }
 }
 
-/// A level after its forward pass ([`forward_pass`]), ready for [`backward_pass`].
-pub(crate) struct Forwarded {
-    state: State,
+/// A level after its forward pass ([`forward_pass`], [`forward_stream`]), ready for
+/// [`backward_pass`].
+pub(crate) struct Forwarded<const C: bool> {
+    state: State<C>,
     /// The thresholds some position can seed at ([`State::survey`]).
     present: u64,
     forward: Duration,
 }
 
-/// Solving level `n`, whose lower levels `lower` must hold, part one: the forward pass.
-/// `progress` is advanced by positions here and by positions settled in
-/// [`backward_pass`], which gives the level's state; [`State::into_values`] then gives
-/// its values in index order.
+/// Solving level `n`, whose lower levels `lower` must hold, part one: the forward pass,
+/// reading each capture's child where it lies. `progress` is advanced by positions here
+/// and by positions settled in [`backward_pass`], which gives the level's state;
+/// [`State::into_values`] then gives its values in index order.
 ///
 /// With `spill`, an empty file, the state never shares memory with the lower levels:
 /// the forward pass goes in stripes, each written to `spill` (while the next one is
@@ -97,16 +200,16 @@ pub(crate) struct Forwarded {
 /// (the backward pass reads none) before [`backward_pass`] reads the state back. Peak
 /// memory is then about the larger of the lower levels and the state, not their sum.
 /// Fails only on the spill file's errors.
-pub(crate) fn forward_pass<L: Lower + ?Sized>(
+pub(crate) fn forward_pass<const C: bool, L: Lower + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &L,
     progress: &LevelBar,
     mut spill: Option<&mut File>,
-) -> std::io::Result<Forwarded> {
+) -> std::io::Result<Forwarded<C>> {
     let size = index.level_size(n);
-    let mut state = State::new(size);
+    let mut state = State::<C>::new(size);
     let start = Instant::now();
     let stripe = if spill.is_some() { STRIPE } else { size.max(1) };
     let mut present = 0;
@@ -152,16 +255,87 @@ pub(crate) fn forward_pass<L: Lower + ?Sized>(
     })
 }
 
-/// Solving a level, part two: reads the state back from `spill` (the file the forward
-/// pass wrote; counted as forward time), then the backward pass.
-pub(crate) fn backward_pass(
+/// Solving level `n`, part one, with the lower levels read as a stream: each position's
+/// own moves first (the game ends, forced moves, in-level moves counted), then every
+/// position of levels `n - 2` down to the lowest a capture reaches, in index order, hands
+/// `captured - v(child)` to each of its parents here by un-captures (an atomic max). The
+/// lower levels are read once, a chunk at a time; only this level's state is in memory.
+/// Fails only when `lower` cannot be read.
+pub(crate) fn forward_stream<const C: bool, S: Stream + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
-    forwarded: Forwarded,
+    lower: &S,
+    progress: &LevelBar,
+) -> Result<Forwarded<C>> {
+    let size = index.level_size(n);
+    let state = State::<C>::new(size);
+    let start = Instant::now();
+    // The forward half of the bar: half for the own moves, half for the stream.
+    let half = size / 2;
+    (0..size.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
+        let first = c * CHUNK;
+        let end = (first + CHUNK).min(size);
+        let mut board = index.unrank(n, first);
+        for i in first..end {
+            let (b, stay) = match for_each_exit(&board, rules, |_, _| {}) {
+                Exits::Terminal(v) => (v, 0),
+                Exits::AllEnd => (n as i8, 0),
+                Exits::Moves { stay } => (NO_EXIT, stay),
+            };
+            state.init(i as usize, stay, b);
+            if i + 1 < end {
+                index.next(&mut board);
+            }
+        }
+        progress.inc((end - first) * half / size.max(1));
+    });
+    let levels = || lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
+    let total: u64 = levels().map(|m| index.level_size(m)).sum();
+    for m in levels() {
+        let len = index.level_size(m);
+        (0..len.div_ceil(CHUNK)).into_par_iter().try_for_each_init(
+            Vec::new,
+            |values: &mut Vec<u8>, c| {
+                let first = c * CHUNK;
+                let end = (first + CHUNK).min(len);
+                values.resize((end - first) as usize, 0);
+                lower.read(m, first, values)?;
+                scan_uncaptures(
+                    rules,
+                    index,
+                    n,
+                    m,
+                    first,
+                    values,
+                    |qi| prefetch(state.exit(qi as usize)),
+                    |qi, x| state.raise(qi as usize, x),
+                );
+                progress
+                    .inc(((end - first) as u128 * (size - half) as u128 / total as u128) as u64);
+                Ok(())
+            },
+        )?;
+    }
+    let mut state = state;
+    let present = state.survey(0..size as usize);
+    Ok(Forwarded {
+        state,
+        present,
+        forward: start.elapsed(),
+    })
+}
+
+/// Solving a level, part two: reads the state back from `spill` (the file the forward
+/// pass wrote; counted as forward time), then the backward pass.
+pub(crate) fn backward_pass<const C: bool>(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    forwarded: Forwarded<C>,
     progress: &LevelBar,
     spill: Option<&mut File>,
-) -> std::io::Result<(State, PhaseTimes)> {
+) -> std::io::Result<(State<C>, PhaseTimes)> {
     let Forwarded {
         mut state,
         present,
@@ -204,12 +378,12 @@ pub(crate) fn backward_pass(
 
 /// The forward pass over the chunks `chunks` of level `n`, in parallel: the best exit
 /// and the in-level moves of every position, into `state`.
-fn forward_chunks<L: Lower + ?Sized>(
+fn forward_chunks<const C: bool, L: Lower + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &L,
-    state: &State,
+    state: &State<C>,
     chunks: Range<u64>,
     progress: &LevelBar,
 ) {
@@ -230,21 +404,21 @@ fn forward_chunks<L: Lower + ?Sized>(
                     Exits::AllEnd => (n as i8, 0),
                     Exits::Moves { stay } => (best, stay),
                 };
-                let at = start as usize + j;
-                state.count(at).store(stay, Relaxed);
-                state.value(at).store(b as u8, Relaxed);
+                state.init(start as usize + j, stay, b);
             },
         );
         progress.inc(end - start);
     });
 }
 
-/// The solver's two bytes per position of the level being built, in anonymous memory.
-/// It is asked for huge pages: the backward pass reads it at random, and with 4 KiB pages
-/// nearly every such read would also miss the TLB.
-pub struct State {
+/// The solver's state of the level being built, in anonymous memory: the fast state
+/// (`C = false`, two bytes per position) or the compact one (`C = true`, one byte); see
+/// the module doc. It is asked for huge pages: the backward pass reads it at random, and
+/// with 4 KiB pages nearly every such read would also miss the TLB.
+pub struct State<const C: bool> {
     map: HugeBuf,
-    /// Position `i`'s count byte at `2i`, its value byte at `2i + 1`.
+    /// Fast: position `i`'s count byte at `2i`, its value byte at `2i + 1`. Compact:
+    /// position `i`'s byte at `i`.
     cells: &'static [AtomicU8],
     /// Per block of [`BLOCK`] positions, the thresholds at which one of them may be a
     /// seed ([`threshold_bit`] of `|b|`), so that the backward pass skips the blocks that
@@ -253,7 +427,7 @@ pub struct State {
     blocks: Vec<u64>,
 }
 
-/// Positions per stripe of a forward pass that spills its state (32 MiB of state; a
+/// Positions per stripe of a forward pass that spills its state (32 MiB of fast state; a
 /// multiple of [`CHUNK`]).
 const STRIPE: u64 = if cfg!(test) { 2 * CHUNK } else { 1 << 24 };
 #[cfg(test)]
@@ -274,16 +448,22 @@ pub(crate) fn threshold_bit(t: i8) -> u64 {
     }
 }
 
-impl State {
-    pub(crate) fn new(len: u64) -> State {
+impl<const C: bool> State<C> {
+    /// Bytes per position, besides the threshold map's bit.
+    pub(crate) const BYTES: usize = if C { 1 } else { 2 };
+
+    /// The exit byte of a position with no exit.
+    const NO_EXIT: i8 = if C { COMPACT_NO_EXIT } else { NO_EXIT };
+
+    pub(crate) fn new(len: u64) -> State<C> {
         let len = len as usize;
-        let bytes = 2 * len;
+        let bytes = Self::BYTES * len;
         let map = HugeBuf::zeroed(bytes)
             .unwrap_or_else(|e| panic!("cannot allocate {bytes} bytes of solver state: {e}"));
         let ptr = map.as_ptr() as *const AtomicU8;
-        // SAFETY: the map holds 2 * len zeroed bytes and is owned by the State, which hands
+        // SAFETY: the map holds `bytes` zeroed bytes and is owned by the State, which hands
         // out the cells only with its own lifetime; AtomicU8 has the layout of u8.
-        let cells = unsafe { std::slice::from_raw_parts(ptr, 2 * len) };
+        let cells = unsafe { std::slice::from_raw_parts(ptr, bytes) };
         State {
             map,
             cells,
@@ -297,41 +477,73 @@ impl State {
     /// has anything to scan for there.
     pub(crate) fn survey(&mut self, range: Range<usize>) -> u64 {
         debug_assert_eq!(range.start % BLOCK, 0);
-        let cells = self.cells;
         let first = range.start / BLOCK;
-        self.blocks[first..range.end.div_ceil(BLOCK)]
-            .par_iter_mut()
-            .enumerate()
-            .map(|(k, mask)| {
-                let k = first + k;
-                *mask = 0;
+        let state = &*self;
+        let masks: Vec<u64> = (first..range.end.div_ceil(BLOCK))
+            .into_par_iter()
+            .map(|k| {
+                let mut mask = 0;
                 let end = ((k + 1) * BLOCK).min(range.end);
                 for i in k * BLOCK..end {
-                    let b = cells[2 * i + 1].load(Relaxed) as i8;
-                    // No exit (-128) and an exit worth 0 never seed.
-                    if b != 0 && b != NO_EXIT {
-                        *mask |= threshold_bit(b);
+                    let b = state.exit(i).load(Relaxed) as i8;
+                    // No exit and an exit worth 0 never seed.
+                    if b != 0 && b != Self::NO_EXIT {
+                        mask |= threshold_bit(b);
                     }
                 }
-                *mask
+                mask
             })
-            .reduce(|| 0, |a, b| a | b)
+            .collect();
+        let all = masks.iter().fold(0, |a, m| a | m);
+        self.blocks[first..first + masks.len()].copy_from_slice(&masks);
+        all
     }
 
     pub fn len(&self) -> usize {
-        self.cells.len() / 2
+        self.cells.len() / Self::BYTES
     }
 
-    /// The count byte of position `i`.
+    /// The count byte of position `i` (fast state).
     #[inline(always)]
     pub(crate) fn count(&self, i: usize) -> &AtomicU8 {
+        debug_assert!(!C);
         &self.cells[2 * i]
     }
 
-    /// The value byte of position `i`.
+    /// The byte of position `i` that holds its best exit until it is settled: the value
+    /// byte of the fast state, the only byte of the compact one.
     #[inline(always)]
-    pub(crate) fn value(&self, i: usize) -> &AtomicU8 {
-        &self.cells[2 * i + 1]
+    pub(crate) fn exit(&self, i: usize) -> &AtomicU8 {
+        if C {
+            &self.cells[i]
+        } else {
+            &self.cells[2 * i + 1]
+        }
+    }
+
+    /// Sets position `i` after its own moves: `stay` in-level moves (kept by the fast state
+    /// only) and best exit `b` ([`NO_EXIT`] for none).
+    #[inline(always)]
+    fn init(&self, i: usize, stay: u8, b: i8) {
+        let b = if b == NO_EXIT { Self::NO_EXIT } else { b };
+        if !C {
+            self.count(i).store(stay, Relaxed);
+        }
+        self.exit(i).store(b as u8, Relaxed);
+    }
+
+    /// Raises position `i`'s best exit to `x` if it is lower (several threads may raise one
+    /// position at once).
+    #[inline(always)]
+    fn raise(&self, i: usize, x: i8) {
+        let cell = self.exit(i);
+        let mut cur = cell.load(Relaxed) as i8;
+        while x > cur {
+            match cell.compare_exchange_weak(cur as u8, x as u8, Relaxed, Relaxed) {
+                Ok(_) => break,
+                Err(now) => cur = now as i8,
+            }
+        }
     }
 
     /// Writes the cells of the positions `range` (the next ones of the level, from a
@@ -342,14 +554,14 @@ impl State {
     /// No thread may read or write the cells of `range` meanwhile (other cells may be in
     /// use).
     unsafe fn spill(&self, range: Range<usize>, file: &mut File) -> std::io::Result<()> {
-        let bytes = 2 * range.start..2 * range.end;
+        let bytes = Self::BYTES * range.start..Self::BYTES * range.end;
         let cells = &self.cells[bytes.clone()];
         // SAFETY: AtomicU8 has the layout of u8, and by the caller nothing changes these
         // cells while the slice lives.
         let raw = unsafe { std::slice::from_raw_parts(cells.as_ptr() as *const u8, cells.len()) };
         file.write_all(raw)?;
         // Its pages read as zeros after this; `restore` fills them again. The range starts
-        // at a multiple of CHUNK cells, so at a page.
+        // at a multiple of CHUNK positions, so at a page.
         // SAFETY: nothing uses these cells meanwhile (the caller's promise).
         unsafe { self.map.discard_shared(bytes) };
         Ok(())
@@ -366,6 +578,20 @@ impl State {
     pub(crate) fn finish(&mut self) -> &[u8] {
         let len = self.len();
         let bytes: &mut [u8] = &mut self.map;
+        if C {
+            // In place: each byte becomes its value.
+            bytes.par_chunks_mut(CHUNK as usize).for_each(|chunk| {
+                for b in chunk {
+                    let code = *b as i8;
+                    *b = if compact_settled(code) {
+                        compact_code(code) as u8
+                    } else {
+                        0
+                    };
+                }
+            });
+            return &self.map[..len];
+        }
         // Value i moves from 2i + 1 to i. A block [a, 2a) reads [2a, 4a) and writes where
         // the block before it read, so blocks go one after another, each in parallel.
         let first = len.min(1024);
@@ -390,7 +616,8 @@ impl State {
     }
 
     /// The level's payload ([`State::finish`]) in the state's own memory, whose second
-    /// half is given back: the values stay in huge pages for the level above to read.
+    /// half (fast state) is given back: the values stay in huge pages for the level above
+    /// to read.
     pub(crate) fn into_values(mut self) -> HugeBuf {
         let len = self.len();
         self.finish();
@@ -398,6 +625,60 @@ impl State {
         map.truncate(len);
         map
     }
+
+    /// The seeds of threshold `t` among the positions `start..end` (at most a block), as
+    /// two masks: bit `j` of the first if position `start + j` is one, of the second if it
+    /// is won (its exit gives `t`, unsettled). A fast loss is a position worth `-t` by its
+    /// exit with no in-level move left (count byte 0); a compact one only may be (its exit
+    /// gives `-t`, unsettled): its children tell.
+    #[inline]
+    fn seeds(&self, start: usize, end: usize, t: i8) -> (u64, u64) {
+        let cells = &self.cells[Self::BYTES * start..Self::BYTES * end];
+        if C {
+            match <&[AtomicU8; BLOCK]>::try_from(cells) {
+                Ok(block) => compact_block_seeds(block, t),
+                Err(_) => compact_seeds(cells, t),
+            }
+        } else {
+            match <&[AtomicU8; 2 * BLOCK]>::try_from(cells) {
+                Ok(block) => block_seeds(block, t),
+                Err(_) => pair_seeds(cells, t),
+            }
+        }
+    }
+}
+
+/// The seeds of threshold `t` among compact bytes, as [`State::seeds`] gives them.
+fn compact_seeds(cells: &[AtomicU8], t: i8) -> (u64, u64) {
+    let (mut seeds, mut wins) = (0u64, 0u64);
+    for (j, c) in cells.iter().enumerate() {
+        let b = c.load(Relaxed) as i8;
+        seeds |= ((b == t || b == -t) as u64) << j;
+        wins |= ((b == t) as u64) << j;
+    }
+    (seeds, wins)
+}
+
+/// [`compact_seeds`] of a whole block, 16 bytes at a time.
+#[inline]
+fn compact_block_seeds(cells: &[AtomicU8; BLOCK], t: i8) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2, all these intrinsics need, is part of every x86_64 CPU.
+    unsafe {
+        use std::arch::x86_64::*;
+        let (won_key, lost_key) = (_mm_set1_epi8(t), _mm_set1_epi8(-t));
+        let (mut seeds, mut wins) = (0u64, 0u64);
+        for (k, part) in cells.chunks_exact(16).enumerate() {
+            let v = load16(part);
+            let w = _mm_movemask_epi8(_mm_cmpeq_epi8(v, won_key)) as u16 as u64;
+            let l = _mm_movemask_epi8(_mm_cmpeq_epi8(v, lost_key)) as u16 as u64;
+            wins |= w << (16 * k);
+            seeds |= (w | l) << (16 * k);
+        }
+        (seeds, wins)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    compact_seeds(cells, t)
 }
 
 /// The value a position's count and value bytes leave it: the value if settled, else 0.
@@ -495,36 +776,70 @@ pub(crate) struct Work {
     /// Settled positions whose predecessors are still to be told: index, board, and
     /// whether it is won for its side to move.
     stack: Vec<(u64, Board, bool)>,
-    /// Predecessors of a batch of settled positions: index, board, and whether the
-    /// settled child is won for its side to move; their cells are being prefetched.
-    pending: Vec<(u64, Board, bool)>,
+    /// Predecessors of a batch of settled positions: index, board, whether the settled
+    /// child is won for its side to move, and the pit of the move to it; their cells are
+    /// being prefetched.
+    pending: Vec<(u64, Board, bool, u8)>,
     /// The predecessors of the batch after, being generated.
-    ahead: Vec<(u64, Board, bool)>,
+    ahead: Vec<(u64, Board, bool, u8)>,
+    /// Compact state: positions that may be lost, whose first child to read is being
+    /// prefetched; read after the next batch ([`Backward::queue_check`]).
+    checks: Vec<Check>,
+    /// The same, queued during this batch.
+    checks_ahead: Vec<Check>,
     /// Updates for predecessors held by other ranks, per rank: the index with the child's
     /// "won" in the top bit, 8 bytes little-endian (empty in a single process).
     pub(crate) outbox: Vec<Vec<u8>>,
 }
 
+/// A position of the compact state that is lost if all its in-level children are won
+/// (its best exit gives at most `-t`): its byte as read, its board, the pit of a move
+/// whose child is known won ([`NO_PIT`] if none), and the pit and index of the first
+/// other child, whose cell is being prefetched.
+#[derive(Clone, Copy)]
+struct Check {
+    qi: u64,
+    code: i8,
+    board: Board,
+    skip: u8,
+    pit: u8,
+    first: u64,
+}
+
+/// No pit: a check that knows none of the position's children.
+const NO_PIT: u8 = u8::MAX;
+
 /// The backward pass over the positions `base..base + state.len()` of level `n`: the
 /// whole level in a single process, one rank's slice in a distributed build. An update
 /// for a predecessor outside goes to the outbox of the rank that owns it.
-pub(crate) struct Backward<'a> {
+pub(crate) struct Backward<'a, const C: bool> {
     pub(crate) rules: Rules,
     pub(crate) index: &'a Index,
     /// The level: seeds on every board.
     pub(crate) n: usize,
-    pub(crate) state: &'a State,
+    pub(crate) state: &'a State<C>,
     /// The first index `state` holds.
     pub(crate) base: u64,
     /// Ranks the level is cut into (1 in a single process).
     pub(crate) ranks: usize,
 }
 
-impl Backward<'_> {
+impl<const C: bool> Backward<'_, C> {
     /// Settles the position at `at` in the state at value `v` unless it is settled
-    /// already.
+    /// already; `seen` is its compact byte as last read, unsettled.
     #[inline]
-    fn settle(&self, at: usize, v: i8) -> bool {
+    fn settle(&self, at: usize, seen: i8, v: i8) -> bool {
+        if C {
+            // The byte of an unsettled position changes only when it is settled. Sequentially
+            // consistent, as are the reads of `children_won`: of two threads that each
+            // settle a child of one position and then read its other children, at least
+            // one sees both settled.
+            return self
+                .state
+                .exit(at)
+                .compare_exchange(seen as u8, compact_code(v) as u8, SeqCst, Relaxed)
+                .is_ok();
+        }
         let prev = self.state.count(at).fetch_or(SETTLED, Relaxed);
         if prev & SETTLED != 0 {
             return false;
@@ -532,8 +847,80 @@ impl Backward<'_> {
         // Only the thread that set the mark writes the value. Readers of an unsettled
         // position's exit value that race with this write only try to settle it, and
         // fail on the mark.
-        self.state.value(at).store(v as u8, Relaxed);
+        self.state.exit(at).store(v as u8, Relaxed);
         true
+    }
+
+    /// Whether the child at index `ci` (held here) is settled and won for its side to
+    /// move.
+    #[inline(always)]
+    fn won(&self, ci: u64) -> bool {
+        self.state.exit((ci - self.base) as usize).load(SeqCst) as i8 >= COMPACT_WON
+    }
+
+    /// Compact state: position `qi`, unsettled with byte `code` and a best exit of at most
+    /// `-t`, is lost at `t` if every in-level child is won (for its side to move); the
+    /// child by pit `skip` is known to be. Its moves are generated again: the first other
+    /// child is ranked and prefetched, and the check waits on `work`'s queue for the next
+    /// batch ([`Backward::check`]); with no other child, it is lost now.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn queue_check(
+        &self,
+        qi: u64,
+        code: i8,
+        board: Board,
+        skip: u8,
+        t: i8,
+        stack: &mut Vec<(u64, Board, bool)>,
+        checks: &mut Vec<Check>,
+    ) {
+        let mut first = None;
+        for_each_stay(&board, self.rules, 0, |o, child| {
+            if o as u8 == skip {
+                return true;
+            }
+            first = Some((o, self.index.rank_in(child, self.n)));
+            false
+        });
+        match first {
+            Some((pit, ci)) => {
+                prefetch(self.state.exit((ci - self.base) as usize));
+                checks.push(Check {
+                    qi,
+                    code,
+                    board,
+                    skip,
+                    pit: pit as u8,
+                    first: ci,
+                });
+            }
+            None => {
+                if self.settle((qi - self.base) as usize, code, -t) {
+                    stack.push((qi, board, false));
+                }
+            }
+        }
+    }
+
+    /// Finishes a check that [`Backward::queue_check`] queued: the first other child, then
+    /// the rest one by one until one is not won; if all are, the position is lost at `t`
+    /// and goes on `stack`.
+    #[inline]
+    fn check(&self, c: &Check, t: i8, stack: &mut Vec<(u64, Board, bool)>) {
+        if !self.won(c.first) {
+            return;
+        }
+        let mut all = true;
+        for_each_stay(&c.board, self.rules, c.pit as usize + 1, |o, child| {
+            if o as u8 != c.skip {
+                all = self.won(self.index.rank_in(child, self.n));
+            }
+            all
+        });
+        if all && self.settle((c.qi - self.base) as usize, c.code, -t) {
+            stack.push((c.qi, c.board, false));
+        }
     }
 
     /// Settles the positions of `range` (indices of the level, held here) that threshold
@@ -562,24 +949,35 @@ impl Backward<'_> {
             // its exit, or lost at `-t` when no move stays in the level any more and its
             // exit gives `-t`. A seed settled by a cascade meanwhile fails in `settle`
             // below, and one made a seed by a cascade is settled by that cascade.
-            let cells = &self.state.cells[2 * start..2 * to];
-            let (mut seeds, wins) = match <&[AtomicU8; 2 * BLOCK]>::try_from(cells) {
-                Ok(block) => block_seeds(block, t),
-                Err(_) => pair_seeds(cells, t),
-            };
+            let (mut seeds, wins) = self.state.seeds(start, to, t);
             while seeds != 0 {
                 let j = seeds.trailing_zeros() as usize;
                 seeds &= seeds - 1;
                 let won = wins >> j & 1 != 0;
                 let at = start + j;
-                if !self.settle(at, if won { t } else { -t }) {
-                    continue;
-                }
                 let i = self.base + at as u64;
-                work.stack.push((i, *self.index.seek(&mut cursor, i), won));
+                let v = if won { t } else { -t };
+                if C && !won {
+                    // Compact: lost only if every in-level child is won by now.
+                    let board = *self.index.seek(&mut cursor, i);
+                    self.queue_check(
+                        i,
+                        -t,
+                        board,
+                        NO_PIT,
+                        t,
+                        &mut work.stack,
+                        &mut work.checks_ahead,
+                    );
+                } else {
+                    if !self.settle(at, v, v) {
+                        continue;
+                    }
+                    work.stack.push((i, *self.index.seek(&mut cursor, i), won));
+                }
                 // Seeds are gathered into a batch before their predecessors are
                 // generated: one seed alone has too few for the prefetches to overlap.
-                if work.stack.len() >= BACKWARD_BATCH {
+                if work.stack.len() >= BACKWARD_BATCH || work.checks_ahead.len() >= BACKWARD_BATCH {
                     settled += self.drain(t, work);
                 }
             }
@@ -594,13 +992,23 @@ impl Backward<'_> {
         for batch in updates.chunks(8 * BACKWARD_BATCH) {
             for u in batch.chunks_exact(8) {
                 let qi = u64::from_le_bytes(u.try_into().unwrap()) & !(1 << 63);
-                prefetch(self.state.count((qi - self.base) as usize));
+                prefetch(self.state.exit((qi - self.base) as usize));
             }
             for u in batch.chunks_exact(8) {
                 let x = u64::from_le_bytes(u.try_into().unwrap());
                 let qi = x & !(1 << 63);
                 let (index, n) = (self.index, self.n);
-                self.update(qi, || index.unrank(n, qi), x >> 63 == 1, t, &mut work.stack);
+                let won = x >> 63 == 1;
+                let board = || index.unrank(n, qi);
+                self.update(
+                    qi,
+                    board,
+                    won,
+                    NO_PIT,
+                    t,
+                    &mut work.stack,
+                    &mut work.checks_ahead,
+                );
             }
             settled += self.drain(t, work);
         }
@@ -608,25 +1016,50 @@ impl Backward<'_> {
     }
 
     /// Tells position `qi` (held here) that a child of it settled at threshold `t`, won
-    /// or lost for the child's side to move; a position this settles goes on `stack`
-    /// with its board.
+    /// or lost for the child's side to move, by its move from pit `o` ([`NO_PIT`] if not
+    /// known); a position this settles goes on the stack with its board, and one that may
+    /// be lost (compact) on the checks.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn update(
         &self,
         qi: u64,
         board: impl FnOnce() -> Board,
         won: bool,
+        o: u8,
         t: i8,
         stack: &mut Vec<(u64, Board, bool)>,
+        checks: &mut Vec<Check>,
     ) {
         let at = (qi - self.base) as usize;
+        if C {
+            let code = self.state.exit(at).load(Relaxed) as i8;
+            if compact_settled(code) {
+                return;
+            }
+            if !won {
+                // The child is lost for its side to move: q wins by moving there.
+                if self.settle(at, code, t) {
+                    stack.push((qi, board(), true));
+                }
+                return;
+            }
+            // The child is won (>= t). q is lost now if no exit is better than -t and every
+            // other in-level child is won too; with an exit between -t and 0 it is found
+            // by the scan at threshold -b.
+            if code > -t {
+                return;
+            }
+            self.queue_check(qi, code, board(), o, t, stack, checks);
+            return;
+        }
         let cell = self.state.count(at);
         if cell.load(Relaxed) & SETTLED != 0 {
             return;
         }
         if !won {
             // The child is lost for its side to move: q wins by moving there.
-            if self.settle(at, t) {
+            if self.settle(at, 0, t) {
                 stack.push((qi, board(), true));
             }
             return;
@@ -635,7 +1068,7 @@ impl Backward<'_> {
         // With an exit worth 0 or more, q is never lost by its count (that needs
         // b <= -t < 0, at any threshold), so the count is not kept: this saves a locked
         // operation on the cache line just read.
-        if self.state.value(at).load(Relaxed) as i8 >= 0 {
+        if self.state.exit(at).load(Relaxed) as i8 >= 0 {
             return;
         }
         let old = cell.fetch_sub(1, Relaxed);
@@ -643,8 +1076,8 @@ impl Backward<'_> {
             // Every in-level move of q now gives at most -t; q is lost now unless an
             // exit is better (then it is settled by the threshold scan at -b, or is a
             // draw or a win by its exit).
-            let b = self.state.value(at).load(Relaxed) as i8;
-            if b <= -t && self.settle(at, -t) {
+            let b = self.state.exit(at).load(Relaxed) as i8;
+            if b <= -t && self.settle(at, 0, -t) {
                 stack.push((qi, board(), false));
             }
         }
@@ -658,7 +1091,11 @@ impl Backward<'_> {
         let mut done = 0;
         // What ranking each settled position's base board leaves, refilled per position.
         let made = &mut RankBase::default();
-        while !work.stack.is_empty() || !work.pending.is_empty() {
+        while !work.stack.is_empty()
+            || !work.pending.is_empty()
+            || !work.checks.is_empty()
+            || !work.checks_ahead.is_empty()
+        {
             if work.stack.len() >= SPLIT_AT {
                 // A cascade this large would keep one thread busy while the others run
                 // out of chunks (level 20: no speed-up at all from a second thread).
@@ -681,6 +1118,8 @@ impl Backward<'_> {
                 stack,
                 pending,
                 ahead,
+                checks,
+                checks_ahead,
                 outbox,
             } = &mut *work;
             // A pipeline of two batches: generate the predecessors of the next batch and
@@ -700,13 +1139,13 @@ impl Backward<'_> {
                     made,
                     base_of,
                     #[inline(always)]
-                    |q, stored, top, near| {
+                    |q, stored, top, near, o| {
                         if stored {
                             let qi = self.index.rank_near(near, q, top);
                             let at = qi.wrapping_sub(self.base);
                             if at < held {
-                                prefetch(self.state.count(at as usize));
-                                ahead.push((qi, *q, won));
+                                prefetch(self.state.exit(at as usize));
+                                ahead.push((qi, *q, won, o as u8));
                             } else {
                                 let o = owner(qi, size, self.ranks);
                                 if outbox.len() < self.ranks {
@@ -719,9 +1158,15 @@ impl Backward<'_> {
                     },
                 );
             }
-            for &(qi, q, won) in pending.iter() {
-                self.update(qi, || q, won, t, stack);
+            for &(qi, q, won, o) in pending.iter() {
+                self.update(qi, || q, won, o, t, stack, checks_ahead);
             }
+            // The checks queued a batch ago: their first children have had time to arrive.
+            for c in checks.iter() {
+                self.check(c, t, stack);
+            }
+            checks.clear();
+            std::mem::swap(checks, checks_ahead);
             std::mem::swap(pending, ahead);
         }
         done
@@ -764,7 +1209,7 @@ pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Ve
     let mut lower = Below(Vec::new());
     for n in 0..=top {
         let bar = LevelBar::new(false, 0, 0, "");
-        let forwarded = forward_pass(rules, index, n, &lower, &bar, None).unwrap();
+        let forwarded = forward_pass::<false, _>(rules, index, n, &lower, &bar, None).unwrap();
         let (state, _) = backward_pass(rules, index, n, forwarded, &bar, None).unwrap();
         lower.0.push(state.into_values().to_vec());
     }

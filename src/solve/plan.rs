@@ -12,10 +12,11 @@ pub use crate::db::layout::{largest_slice, slice};
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
+use crate::solve::level::{StateKind, COMPACT_MAX_SEEDS};
 use crate::util::{bytes, disk_available, group, memory_available, memory_total};
 
-/// Solver memory per position of the level being built: a count byte and a value byte
-/// (section 5.2).
+/// Solver memory per position of the level being built with the fast state: a count byte
+/// and a value byte (section 5.2), besides the threshold map's bit.
 pub const STATE_BYTES: u64 = 2;
 
 /// Packed size against raw, when no pack of the database has been measured: levels
@@ -135,8 +136,8 @@ pub fn plan(
 /// What a single-process build holds in memory when a level starts.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Room {
-    /// Bytes of the levels the forward pass reads (one per position): every level below
-    /// but the one just below, since a capture takes 2 seeds or more.
+    /// Bytes of the levels a random forward pass reads (one per position): the levels a
+    /// capture reaches, up to the one two below. 0 for a streamed forward pass.
     pub lower: u64,
     /// Of those, the bytes in memory already.
     pub held: u64,
@@ -146,8 +147,8 @@ impl Room {
     /// The memory level `n` of `positions` positions still needs beyond what is held: the
     /// solver state and the lower levels, or with `spill` the larger of the two, since a
     /// spilled state and the lower levels are never in memory together.
-    pub fn need(&self, positions: u64, spill: bool) -> u64 {
-        let state = STATE_BYTES * positions;
+    pub fn need(&self, positions: u64, state: StateKind, spill: bool) -> u64 {
+        let state = state.bytes(positions);
         let need = if spill {
             state.max(self.lower)
         } else {
@@ -161,24 +162,33 @@ impl Room {
 /// and the lower levels would not fit the memory available now, or its file the free
 /// disk under `dir`: the error says what it needs, what there is, and what to do. With
 /// `spill`, the lower levels and the state are never in memory together.
+#[allow(clippy::too_many_arguments)]
 pub fn check_level_fits(
     dir: &Path,
     n: usize,
     positions: u64,
+    kind: StateKind,
     spill: bool,
+    packed: bool,
     room: Room,
 ) -> Result<()> {
-    let state = STATE_BYTES * positions;
-    let need = room.need(positions, spill);
+    let state = kind.bytes(positions);
+    let need = room.need(positions, kind, spill);
     if let Some(free) = memory_available() {
         if need > free {
+            let hint = if kind == StateKind::Fast && n <= COMPACT_MAX_SEEDS {
+                "`--state compact` takes 1.125 bytes a position, "
+            } else {
+                ""
+            };
             return Err(Error::Resources(format!(
-                "level {n} ({} positions) needs {} more memory (solver state {}, levels below \
-                 {}, of which {} in memory), and {} is available: free memory, or build it on \
-                 several nodes (`awari plan --max-seeds {n} --nodes R`); `--no-check` starts \
-                 it anyway",
+                "level {n} ({} positions) needs {} more memory ({} solver state {}, levels below \
+                 read at random {}, of which {} in memory), and {} is available: free memory, \
+                 {hint}or build it on several nodes (`awari plan --max-seeds {n} --nodes R`); \
+                 `--no-check` starts it anyway",
                 group(positions),
                 bytes(need),
+                kind.name(),
                 bytes(state),
                 bytes(room.lower),
                 bytes(room.held),
@@ -186,8 +196,10 @@ pub fn check_level_fits(
             )));
         }
     }
-    // A spilled state lies on disk beside the level until the backward pass.
-    let file = PAYLOAD_OFFSET as u64 + positions + if spill { state } else { 0 };
+    // A spilled state lies on disk beside the level until the backward pass; a packed
+    // level is written from memory, about half the raw size (the plain model).
+    let level = if packed { positions / 2 } else { positions };
+    let file = PAYLOAD_OFFSET as u64 + level + if spill { state } else { 0 };
     if let Some(free) = disk_available(dir) {
         if file > free {
             return Err(Error::Resources(format!(
@@ -239,7 +251,13 @@ pub fn check_slice_fits(dir: &Path, n: usize, slice: u64, here: usize) -> Result
 /// Refuses a build of levels `0..=max_seeds` into `dir` at its start when it cannot
 /// finish on this machine: the largest level not built yet needs more solver memory than
 /// the machine has, or the levels not built yet more disk than is free under `dir`.
-pub fn check_build_fits(dir: &Path, index: &Index, max_seeds: usize) -> Result<()> {
+pub fn check_build_fits(
+    dir: &Path,
+    index: &Index,
+    max_seeds: usize,
+    kind: Option<StateKind>,
+    packed: bool,
+) -> Result<()> {
     let missing: Vec<usize> = (0..=max_seeds)
         .filter(|&n| !crate::db::layout::level_exists(dir, n))
         .collect();
@@ -248,21 +266,28 @@ pub fn check_build_fits(dir: &Path, index: &Index, max_seeds: usize) -> Result<(
     };
     let positions = index.level_size(top);
     if let Some(total) = memory_total() {
-        let state = STATE_BYTES * positions;
+        // The smallest state the build may use for the level.
+        let kind = kind.unwrap_or(if top <= COMPACT_MAX_SEEDS {
+            StateKind::Compact
+        } else {
+            StateKind::Fast
+        });
+        let state = kind.bytes(positions);
         if state > total {
             return Err(Error::Resources(format!(
-                "level {top} ({} positions) needs {} of solver memory, and this machine has {}: \
-                 `awari plan --max-seeds {max_seeds} --nodes R` says on how many nodes it fits; \
-                 `--no-check` starts anyway",
+                "level {top} ({} positions) needs {} of solver memory (the {} state), and this \
+                 machine has {}: `awari plan --max-seeds {max_seeds} --nodes R` says on how many \
+                 nodes it fits; `--no-check` starts anyway",
                 group(positions),
                 bytes(state),
+                kind.name(),
                 bytes(total)
             )));
         }
     }
     let disk: u64 = missing
         .iter()
-        .map(|&n| PAYLOAD_OFFSET as u64 + index.level_size(n))
+        .map(|&n| PAYLOAD_OFFSET as u64 + index.level_size(n) / if packed { 2 } else { 1 })
         .sum();
     if let Some(free) = disk_available(dir) {
         if disk > free {
@@ -351,8 +376,19 @@ mod tests {
     fn a_level_too_big_for_this_machine_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let none = Room::default();
-        assert!(check_level_fits(dir.path(), 10, 351_351, true, none).is_ok());
-        let e = check_level_fits(dir.path(), 60, u64::MAX / 4, false, none).unwrap_err();
+        assert!(
+            check_level_fits(dir.path(), 10, 351_351, StateKind::Fast, true, false, none).is_ok()
+        );
+        let e = check_level_fits(
+            dir.path(),
+            60,
+            u64::MAX / 8,
+            StateKind::Fast,
+            false,
+            false,
+            none,
+        )
+        .unwrap_err();
         assert!(
             e.to_string().contains("needs") && e.to_string().contains("--no-check"),
             "{e}"
@@ -365,18 +401,33 @@ mod tests {
             lower: 2 * gib,
             held: 2 * gib,
         };
-        let positions = 3 * gib / STATE_BYTES;
-        assert_eq!(held.need(positions, true), gib);
-        assert_eq!(held.need(positions, false), 3 * gib);
-        assert_eq!(none.need(positions, true), 3 * gib);
+        // 3 GiB of fast state: 2 bytes and a bit per position.
+        let positions = 3 * gib * 8 / 17;
+        let fast = |rest: u64| {
+            let need = held.need(positions, StateKind::Fast, true);
+            assert_eq!(need, StateKind::Fast.bytes(positions) - 2 * gib);
+            assert!((need as i64 - rest as i64).abs() < 64, "{need}");
+        };
+        fast(gib);
+        let state = StateKind::Fast.bytes(positions);
+        assert_eq!(held.need(positions, StateKind::Fast, false), state);
+        assert_eq!(none.need(positions, StateKind::Fast, true), state);
         let part = Room {
             lower: 5 * gib,
             held: gib,
         };
-        assert_eq!(part.need(positions, true), 4 * gib);
-        assert_eq!(part.need(positions, false), 7 * gib);
+        assert_eq!(part.need(positions, StateKind::Fast, true), 4 * gib);
+        assert_eq!(
+            part.need(positions, StateKind::Fast, false),
+            state + 4 * gib
+        );
+        // The compact state: a byte and a bit per position.
+        let compact = StateKind::Compact.bytes(positions);
+        assert_eq!(compact, positions + positions.div_ceil(64) * 8);
+        assert_eq!(none.need(positions, StateKind::Compact, false), compact);
         let huge = (1u64 << 60) / STATE_BYTES;
-        let e = check_level_fits(dir.path(), 30, huge, true, none).unwrap_err();
+        let e =
+            check_level_fits(dir.path(), 30, huge, StateKind::Fast, true, false, none).unwrap_err();
         assert!(e.to_string().contains("more memory"), "{e}");
     }
 }

@@ -29,6 +29,9 @@ pub fn build_levels(root: &Path, rules: Rules, pits: usize, max: usize) -> Vec<L
         check: true,
         progress: false,
         spill_from: awari::SPILL_FROM,
+        state: None,
+        reads: None,
+        pack: false,
     };
     build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap()
 }

@@ -1,0 +1,99 @@
+//! The two solver states and the two ways of reading the lower levels write the same
+//! files: every level of each board size below, both rule sets, built the four ways and
+//! compared byte for byte (DESIGN.md section 5.2). The fast state reading at random is
+//! the way the golden checksums and the cross-checks hold to.
+
+use std::fs;
+use std::path::Path;
+
+use awari::{build, db_dir, level_path, BuildOptions, Reads, Rules, StateKind};
+
+/// Builds levels `0..=top` under `root` the way asked, and reads every level's file.
+fn build_way(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    top: usize,
+    state: StateKind,
+    reads: Reads,
+) -> Vec<Vec<u8>> {
+    let opts = BuildOptions {
+        state: Some(state),
+        reads: Some(reads),
+        ..BuildOptions::new(root, rules, pits, top)
+    };
+    let reports = build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    assert!(reports.iter().all(|r| r.way == Some((state, reads))));
+    let dir = db_dir(root, rules, pits);
+    (0..=top)
+        .map(|n| fs::read(level_path(&dir, n)).unwrap())
+        .collect()
+}
+
+/// Every way against the fast state reading at random, level by level.
+fn same_files(rules: Rules, pits: usize, top: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ways = [
+        (StateKind::Fast, Reads::Random),
+        (StateKind::Fast, Reads::Stream),
+        (StateKind::Compact, Reads::Random),
+        (StateKind::Compact, Reads::Stream),
+    ];
+    let files: Vec<Vec<Vec<u8>>> = ways
+        .iter()
+        .enumerate()
+        .map(|(k, &(state, reads))| {
+            build_way(
+                &tmp.path().join(k.to_string()),
+                rules,
+                pits,
+                top,
+                state,
+                reads,
+            )
+        })
+        .collect();
+    for (k, &(state, reads)) in ways.iter().enumerate().skip(1) {
+        for (n, (got, want)) in files[k].iter().zip(&files[0]).enumerate() {
+            assert!(
+                got == want,
+                "{rules} P={pits} level {n}: {} state reading {} differs from fast/random",
+                state.name(),
+                reads.name()
+            );
+        }
+    }
+    // Levels with positions of every kind, not a board too small to tell.
+    assert!(
+        files[0][top].len() > 4096 + 100_000,
+        "level {top} is too small"
+    );
+}
+
+#[test]
+fn six_pits_to_twenty_seeds() {
+    for rules in [Rules::Awari, Rules::Oware] {
+        same_files(rules, 6, 20);
+    }
+}
+
+#[test]
+fn three_pits_to_forty_seeds() {
+    for rules in [Rules::Awari, Rules::Oware] {
+        same_files(rules, 3, 40);
+    }
+}
+
+#[test]
+fn four_pits_to_twenty_eight_seeds() {
+    for rules in [Rules::Awari, Rules::Oware] {
+        same_files(rules, 4, 28);
+    }
+}
+
+#[test]
+fn eight_pits_to_twelve_seeds() {
+    for rules in [Rules::Awari, Rules::Oware] {
+        same_files(rules, 8, 12);
+    }
+}
