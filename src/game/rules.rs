@@ -652,6 +652,69 @@ pub fn for_each_unmove_near<B>(
     }
 }
 
+/// [`for_each_exit`] without the captures: what a position's own moves say before any
+/// lower level is read (the forward pass that streams the lower levels, DESIGN.md section
+/// 5.2). Moves that cannot capture are told apart without sowing; under Awari a move that
+/// may capture never stays in the level (it captures, or starves the opponent), so it is
+/// played out only when no other move is legal.
+#[inline]
+pub fn exits(board: &Board, rules: Rules) -> Exits {
+    let p = board.p as usize;
+    if board.own_seeds() == 0 {
+        return Exits::Terminal(-(board.seeds() as i8));
+    }
+    let np = 2 * p;
+    let opponent_empty = board.pits[p..np].iter().all(|&c| c == 0);
+    let mut stay = 0u8;
+    // Pits whose move may capture, to play out when needed.
+    let mut captures = 0u32;
+    for o in 0..p {
+        let s = board.pits[o] as usize;
+        if s == 0 {
+            continue;
+        }
+        // As in for_each_exit: where the last seed lands tells whether it may capture.
+        let (laps, rem) = if s < np - 1 {
+            (0, s)
+        } else {
+            (s / (np - 1), s % (np - 1))
+        };
+        let (last, lands) = if rem == 0 {
+            (if o == 0 { np - 1 } else { o - 1 }, laps)
+        } else if o + rem >= np {
+            (o + rem - np, laps + 1)
+        } else {
+            (o + rem, laps + 1)
+        };
+        if last >= p && matches!(board.pits[last] as usize + lands, 2 | 3) {
+            captures |= 1 << o;
+        } else if !(opponent_empty && o + s < p) {
+            stay += 1;
+        }
+    }
+    if rules == Rules::Awari && stay > 0 {
+        return Exits::Moves { stay };
+    }
+    let mut legal = stay > 0;
+    while captures != 0 {
+        let o = captures.trailing_zeros() as usize;
+        captures &= captures - 1;
+        let (_, captured, starved) = play_raw(board, rules, o);
+        if !starved {
+            legal = true;
+            stay += (captured == 0) as u8;
+        }
+    }
+    if legal {
+        Exits::Moves { stay }
+    } else {
+        match rules {
+            Rules::Awari => Exits::AllEnd,
+            Rules::Oware => Exits::Terminal(board.seeds() as i8),
+        }
+    }
+}
+
 /// Calls `f(pit, child)` with the child of every legal move of `board` from pit `from` on
 /// that stays in the level (nothing captured, the game goes on; under Oware a forfeited
 /// grand slam), in pit order, until `f` returns false: the children a compact solver
@@ -720,13 +783,14 @@ pub fn for_each_stay(
 ///
 /// Turned round, `child` is the board after the capture in the mover's frame. The
 /// captured pits were a chain of opponent pits holding 2 or 3 after sowing, from the pit
-/// `j` of the last seed down; now empty. Every opponent pit from `P` to `j` was sown
-/// (the mover sows from its own row), so the chain is the whole run of empty pits that
-/// ends at `j`, and the pit below it, if an opponent pit, is sown and holds neither 2 nor
-/// 3. Each filling of the chain with 2s and 3s that sums to `captured` is the board after
-/// sowing; its sowings taken back, from any empty own pit `o` with the last seed in `j`,
-/// give the parents: `k` whole laps and then one seed from each pit `o+1..=j`, every
-/// pit but `o` giving back `k` seeds plus one if on that path.
+/// `j` of the last seed down; now empty. The mover sowed from an own pit `o` through
+/// every pit `o+1..=j`, each of which holds a seed after sowing: so `o` is the highest
+/// empty own pit, the chain is the lowest run of empty opponent pits (any empty opponent
+/// pit below it would be on the path), it starts where that run does, and the pit below
+/// it, if an opponent pit, holds neither 2 nor 3 (else the chain would go on). Each
+/// filling of the chain with 2s and 3s that sums to `captured` is the board after sowing;
+/// taking the sowing back gives the parents: `k` whole laps (every pit but `o` gives back
+/// `k` seeds) and one more seed from each pit `o+1..=j`.
 #[inline]
 pub fn for_each_uncapture(
     child: &Board,
@@ -738,103 +802,78 @@ pub fn for_each_uncapture(
     let np = 2 * p;
     // A capture leaving the opponent (the child's side to move) no seeds starves it: not
     // a capture exit (see above).
-    if captured < 2 || child.own_seeds() == 0 {
+    if captured < 2 {
         return;
     }
     let after = turn(&child.pits, p);
-    let mut j = p;
-    while j < np {
-        if after.pits[j] != 0 {
-            j += 1;
-            continue;
-        }
-        // A run of empty opponent pits lo..=hi: each pit of it may be the top of a chain
-        // that starts at lo.
-        let lo = j;
-        while j + 1 < np && after.pits[j + 1] == 0 {
-            j += 1;
-        }
-        let hi = j;
-        j += 1;
-        // The pit below a chain, sown, holds neither 2 nor 3 (else the chain would go on);
-        // if it is empty it was not sown, and no sowing reaches the chain.
-        if lo > p && matches!(after.pits[lo - 1], 0 | 2 | 3) {
-            continue;
-        }
-        for top in lo..=hi {
-            let len = top - lo + 1;
-            if captured < 2 * len {
-                break;
-            }
-            if captured > 3 * len {
-                continue;
-            }
-            // Which pits of the chain held 3 (the others 2): `threes` of the `len`.
-            let threes = (captured - 2 * len) as u32;
-            for mask in 0u32..1 << len {
-                if mask.count_ones() != threes {
-                    continue;
-                }
-                let mut sown = after;
-                for (b, pit) in (lo..=top).enumerate() {
-                    sown.pits[pit] = 2 + (mask >> b & 1) as u8;
-                }
-                unsow_to(&sown, top, |parent, o| {
-                    debug_assert!({
-                        let (pits, c, starved) = play_raw(parent, rules, o);
-                        c as usize == captured && !starved && turn(&pits, p) == *child
-                    });
-                    f(parent, parent.is_stored());
-                });
-            }
-        }
+    let mut zeros = 0u32;
+    for (i, &c) in after.pits[..np].iter().enumerate() {
+        zeros |= ((c == 0) as u32) << i;
     }
-}
-
-/// Calls `f(parent, o)` with every board that sowing an own pit `o` (empty in `sown`)
-/// turns into `sown`, with the last seed in pit `last`: `k >= 0` whole laps (every pit
-/// but `o` received `k` seeds) and one more seed in each pit `o+1..=last`.
-#[inline]
-fn unsow_to(sown: &Board, last: usize, mut f: impl FnMut(&Board, usize)) {
-    let p = sown.p as usize;
-    let np = 2 * p;
-    for o in 0..p {
-        if sown.pits[o] != 0 {
+    let own = zeros & ((1 << p) - 1);
+    let opponent = zeros >> p;
+    // The opponent keeps seeds (child.own_seeds() > 0), and some pits are empty: the
+    // origin and the chain.
+    if own == 0 || opponent == 0 || opponent == (1 << p) - 1 {
+        return;
+    }
+    let o = 31 - own.leading_zeros() as usize;
+    let lo = p + opponent.trailing_zeros() as usize;
+    let hi = lo + (!(opponent >> (lo - p))).trailing_zeros() as usize - 1;
+    if lo > p && matches!(after.pits[lo - 1], 2 | 3) {
+        return;
+    }
+    // Whole laps are possible only if no pit but `o` and the chain is empty.
+    let others_empty = (zeros & !(1 << o)).count_ones() as usize > hi - lo + 1;
+    for top in lo..=hi {
+        let len = top - lo + 1;
+        if captured < 2 * len {
+            break;
+        }
+        if captured > 3 * len {
             continue;
         }
-        // Laps each pit can give back: the path's pits keep one seed for the last lap.
-        let mut laps = u8::MAX;
-        for x in 0..np {
-            if x == o {
+        // Which pits of the chain held 3 (the others 2): `threes` of the `len`.
+        let threes = (captured - 2 * len) as u32;
+        for mask in 0u32..1 << len {
+            if mask.count_ones() != threes {
                 continue;
             }
-            let on_path = (x > o && x <= last) as u8;
-            let c = sown.pits[x];
-            if c < on_path {
-                laps = 0;
-                break;
+            let mut sown = after;
+            for (b, pit) in (lo..=top).enumerate() {
+                sown.pits[pit] = 2 + (mask >> b & 1) as u8;
             }
-            laps = laps.min(c - on_path);
-        }
-        if sown.pits[o + 1..=last].contains(&0) {
-            continue;
-        }
-        let mut parent = *sown;
-        for x in o + 1..=last {
-            parent.pits[x] -= 1;
-        }
-        let mut s = (last - o) as u8;
-        for k in 0..=laps {
-            if k > 0 {
-                for x in 0..np {
-                    if x != o {
-                        parent.pits[x] -= 1;
+            // Laps each pit can give back: the path's pits keep one seed for the last one.
+            let laps = if others_empty || top < hi {
+                0
+            } else {
+                (0..np)
+                    .filter(|&x| x != o)
+                    .map(|x| sown.pits[x] - (x > o && x <= top) as u8)
+                    .min()
+                    .unwrap_or(0)
+            };
+            let mut parent = sown;
+            for x in o + 1..=top {
+                parent.pits[x] -= 1;
+            }
+            let mut s = (top - o) as u8;
+            for k in 0..=laps {
+                if k > 0 {
+                    for x in 0..np {
+                        if x != o {
+                            parent.pits[x] -= 1;
+                        }
                     }
+                    s += (np - 1) as u8;
                 }
-                s += (np - 1) as u8;
+                parent.pits[o] = s;
+                debug_assert!({
+                    let (pits, c, starved) = play_raw(&parent, rules, o);
+                    c as usize == captured && !starved && turn(&pits, p) == *child
+                });
+                f(&parent, parent.is_stored());
             }
-            parent.pits[o] = s;
-            f(&parent, o);
         }
     }
 }
@@ -906,6 +945,7 @@ mod tests {
                             Exits::Moves { stay: stay as u8 }
                         };
                         assert_eq!(exits, want, "{rules} {board:?}");
+                        assert_eq!(super::exits(board, rules), want, "{rules} {board:?}");
                         let want_caps: Vec<(u8, Board)> = match want {
                             Exits::Moves { .. } => moves
                                 .as_slice()

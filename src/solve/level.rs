@@ -35,7 +35,7 @@ use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::game::index::{Index, RankBase};
-use crate::game::rules::{for_each_exit, for_each_stay, for_each_unmove_near, Board, Exits, Rules};
+use crate::game::rules::{exits, for_each_stay, for_each_unmove_near, Board, Exits, Rules};
 use crate::game::scan::{
     lowest_captured_level, scan_exits, scan_uncaptures, Lower, Stream, NO_EXIT,
 };
@@ -164,11 +164,20 @@ impl Outcomes {
 
     /// The outcomes of a payload: one signed byte per position.
     pub fn of(payload: &[u8]) -> Outcomes {
-        let mut s = Outcomes::default();
+        // Counted without branches: values of either sign come at random.
+        let (mut won, mut lost) = (0u64, 0u64);
         for &v in payload {
-            s.add(v as i8);
+            let v = v as i8;
+            won += (v > 0) as u64;
+            lost += (v < 0) as u64;
         }
-        s
+        let positions = payload.len() as u64;
+        Outcomes {
+            positions,
+            won,
+            drawn: positions - won - lost,
+            lost,
+        }
     }
 
     /// [`Outcomes::of`] with the threads of the current rayon pool.
@@ -278,7 +287,7 @@ pub(crate) fn forward_stream<const C: bool, S: Stream + ?Sized>(
         let end = (first + CHUNK).min(size);
         let mut board = index.unrank(n, first);
         for i in first..end {
-            let (b, stay) = match for_each_exit(&board, rules, |_, _| {}) {
+            let (b, stay) = match exits(&board, rules) {
                 Exits::Terminal(v) => (v, 0),
                 Exits::AllEnd => (n as i8, 0),
                 Exits::Moves { stay } => (NO_EXIT, stay),
@@ -794,8 +803,8 @@ pub(crate) struct Work {
 
 /// A position of the compact state that is lost if all its in-level children are won
 /// (its best exit gives at most `-t`): its byte as read, its board, the pit of a move
-/// whose child is known won ([`NO_PIT`] if none), and the pit and index of the first
-/// other child, whose cell is being prefetched.
+/// whose child is known won ([`NO_PIT`] if none), and the pit and index of the next
+/// child to read, whose cell is being prefetched.
 #[derive(Clone, Copy)]
 struct Check {
     qi: u64,
@@ -903,23 +912,43 @@ impl<const C: bool> Backward<'_, C> {
         }
     }
 
-    /// Finishes a check that [`Backward::queue_check`] queued: the first other child, then
-    /// the rest one by one until one is not won; if all are, the position is lost at `t`
-    /// and goes on `stack`.
+    /// Goes on with a check that [`Backward::queue_check`] queued, its child `first`
+    /// prefetched a batch ago: if that child is won, the next one is ranked, prefetched and
+    /// queued on `checks` for the batch after (so that no child's cache miss is waited
+    /// for); when none is left, the position is lost at `t` and goes on `stack`.
     #[inline]
-    fn check(&self, c: &Check, t: i8, stack: &mut Vec<(u64, Board, bool)>) {
+    fn check(
+        &self,
+        c: &Check,
+        t: i8,
+        stack: &mut Vec<(u64, Board, bool)>,
+        checks: &mut Vec<Check>,
+    ) {
         if !self.won(c.first) {
             return;
         }
-        let mut all = true;
+        let mut next = None;
         for_each_stay(&c.board, self.rules, c.pit as usize + 1, |o, child| {
-            if o as u8 != c.skip {
-                all = self.won(self.index.rank_in(child, self.n));
+            if o as u8 == c.skip {
+                return true;
             }
-            all
+            next = Some((o, self.index.rank_in(child, self.n)));
+            false
         });
-        if all && self.settle((c.qi - self.base) as usize, c.code, -t) {
-            stack.push((c.qi, c.board, false));
+        match next {
+            Some((pit, ci)) => {
+                prefetch(self.state.exit((ci - self.base) as usize));
+                checks.push(Check {
+                    pit: pit as u8,
+                    first: ci,
+                    ..*c
+                });
+            }
+            None => {
+                if self.settle((c.qi - self.base) as usize, c.code, -t) {
+                    stack.push((c.qi, c.board, false));
+                }
+            }
         }
     }
 
@@ -1163,7 +1192,7 @@ impl<const C: bool> Backward<'_, C> {
             }
             // The checks queued a batch ago: their first children have had time to arrive.
             for c in checks.iter() {
-                self.check(c, t, stack);
+                self.check(c, t, stack, checks_ahead);
             }
             checks.clear();
             std::mem::swap(checks, checks_ahead);
