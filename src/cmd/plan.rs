@@ -105,10 +105,13 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         rate.per_thread
     );
     println!(
-        "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  fits",
+        "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  fits",
         "level",
         "positions",
+        "state/lower",
         "memory/node",
+        "state",
+        "lower held",
         "raw/node",
         "packed/node",
         "raw so far",
@@ -116,11 +119,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         "time"
     );
     for l in &levels {
+        let way = l.way.map_or("-".to_string(), |(s, r)| {
+            format!("{}/{}", s.name(), r.name())
+        });
         println!(
-            "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  {}{}",
+            "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  {}{}",
             l.seeds,
             group(l.positions),
+            way,
+            bytes(l.memory()),
             bytes(l.state),
+            bytes(l.lower),
             bytes(l.raw),
             bytes(l.packed),
             bytes(l.raw_so_far),
@@ -139,9 +148,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     let total: u64 = levels.iter().map(|l| l.positions).sum();
     let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
     let last = levels.last().expect("level 0 at least");
-    let peak = levels.iter().map(|l| l.state).max().unwrap_or(0);
+    let peak = levels.iter().map(|l| l.memory()).max().unwrap_or(0);
     println!(
-        "total: {} positions; per node: at most {} of solver memory, {} of raw levels ({} packed); about {}",
+        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed); about {}",
         group(total),
         bytes(peak),
         bytes(last.raw_so_far),
@@ -187,17 +196,19 @@ fn advise(levels: &[LevelPlan], m: &Machine) {
         return;
     };
     let top = levels.iter().max_by_key(|l| l.positions).expect("a level");
-    let state_total = top.state * m.nodes as u64;
-    let nodes = state_total.div_ceil(m.memory);
+    // What the ranks hold together, state and lower slices: spread over more nodes.
+    let total = top.memory() * m.nodes as u64;
+    let nodes = total.div_ceil(m.memory);
     println!(
-        "memory: level {} is the first that does not fit ({} per node, {} there is); level {} needs {} nodes of {} (or {} per node on {} nodes)",
+        "memory: level {} is the first that does not fit ({} per node even with the smallest \
+         state, {} there is); level {} needs {} nodes of {} (or {} per node on {} nodes)",
         big.seeds,
-        bytes(big.state),
+        bytes(big.memory()),
         bytes(m.memory),
         top.seeds,
         nodes,
         bytes(m.memory),
-        bytes(top.state),
+        bytes(top.memory()),
         m.nodes
     );
 }

@@ -102,6 +102,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
                 println!("  level {}: {p}", r.seeds);
             }
         }
+        if let Some(p) = &r.capture_problem {
+            println!("  level {}: {p}", r.seeds);
+        }
         samples(r.seeds, &r.mismatches, "its moves give");
         if let Some(d) = &r.deep {
             samples(r.seeds, &d.mismatches, "the independent solution gives");

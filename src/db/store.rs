@@ -26,7 +26,7 @@ use crate::db::layout::{
 };
 use crate::db::model::Model;
 use crate::db::pack::{PackHeader, PackedLevel};
-use crate::db::raw::{release_map, Check, Header, RawLevel, PAYLOAD_OFFSET};
+use crate::db::raw::{checksum, release_map, Check, Header, RawLevel, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
@@ -506,6 +506,53 @@ impl LevelSource {
                 Ok(())
             }
         }
+    }
+
+    /// Reads the whole level into `out` (as long as the level), in pieces read in
+    /// parallel, and returns what is wrong with it: the damaged blocks of a packed level
+    /// (read as zeros), else a payload checksum that differs from the header's; `None`
+    /// if nothing is.
+    pub fn read_all(&self, out: &mut [u8]) -> Result<Option<String>> {
+        assert_eq!(out.len() as u64, self.positions);
+        let problems: Vec<String> = match &self.kind {
+            SourceKind::Raw(..) => {
+                out.par_chunks_mut(STREAM_PIECE)
+                    .enumerate()
+                    .try_for_each(|(k, piece)| self.read((k * STREAM_PIECE) as u64, piece))?;
+                Vec::new()
+            }
+            SourceKind::Packed(l) => {
+                let s = l.pack_header().block as usize;
+                let read = |b: u64, piece: &mut [u8]| -> Result<Option<String>> {
+                    let bytes = l.block_bytes(b);
+                    let mut src = vec![0u8; (bytes.end - bytes.start) as usize];
+                    use std::os::unix::fs::FileExt;
+                    self.file
+                        .read_exact_at(&mut src, bytes.start)
+                        .map_err(|e| Error::io(l.path(), e))?;
+                    Ok(l.decode_block_bytes(b, &src, piece).err().map(|p| {
+                        piece.fill(0);
+                        l.describe(&p)
+                    }))
+                };
+                let found: Vec<Option<String>> = out
+                    .par_chunks_mut(s)
+                    .enumerate()
+                    .map(|(b, piece)| read(b as u64, piece))
+                    .collect::<Result<_>>()?;
+                found.into_iter().flatten().collect()
+            }
+        };
+        if !problems.is_empty() {
+            return Ok(Some(problems.join("; ")));
+        }
+        let got = checksum(out);
+        let want = match &self.kind {
+            SourceKind::Raw(_, sum) => *sum,
+            SourceKind::Packed(l) => l.header().checksum,
+        };
+        Ok((got != want)
+            .then(|| format!("damaged payload (checksum {got:016x}, header says {want:016x})")))
     }
 
     /// Recomputes the payload checksum (and, packed, every block's) from the file, a

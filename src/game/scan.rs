@@ -123,7 +123,7 @@ const UNCAPTURE_BATCH: usize = 16;
 /// Runs through the positions `start + j` (`j` in `0..values.len()`) of level `m`, whose
 /// values are `values`, and gives the value of every capture leading to one of them from
 /// a stored position of level `n > m` to that parent: `apply(parent index, captured -
-/// v(child))`. `touch(parent index)` is called a batch ahead of `apply` with the same
+/// v(child), child index)`. `touch(parent index)` is called a batch ahead of `apply` with the same
 /// index, for a prefetch, so that the random accesses of a batch overlap.
 #[allow(clippy::too_many_arguments)]
 #[inline]
@@ -135,27 +135,28 @@ pub fn scan_uncaptures(
     start: u64,
     values: &[u8],
     mut touch: impl FnMut(u64),
-    mut apply: impl FnMut(u64, i8),
+    mut apply: impl FnMut(u64, i8, u64),
 ) {
     if values.is_empty() || m + 2 > n {
         return;
     }
     let captured = n - m;
     let mut board = index.unrank(m, start);
-    let mut ahead: Vec<(u64, i8)> = Vec::with_capacity(64);
-    let mut pending: Vec<(u64, i8)> = Vec::with_capacity(64);
+    let mut ahead: Vec<(u64, i8, u64)> = Vec::with_capacity(64);
+    let mut pending: Vec<(u64, i8, u64)> = Vec::with_capacity(64);
     for (j, &v) in values.iter().enumerate() {
         let x = captured as i8 - v as i8;
+        let ci = start + j as u64;
         for_each_uncapture(&board, captured, rules, |parent, stored| {
             if stored {
                 let qi = index.rank_in(parent, n);
                 touch(qi);
-                ahead.push((qi, x));
+                ahead.push((qi, x, ci));
             }
         });
         if j % UNCAPTURE_BATCH == UNCAPTURE_BATCH - 1 {
-            for &(qi, x) in &pending {
-                apply(qi, x);
+            for &(qi, x, ci) in &pending {
+                apply(qi, x, ci);
             }
             pending.clear();
             std::mem::swap(&mut pending, &mut ahead);
@@ -164,7 +165,7 @@ pub fn scan_uncaptures(
             index.next(&mut board);
         }
     }
-    for &(qi, x) in pending.iter().chain(&ahead) {
-        apply(qi, x);
+    for &(qi, x, ci) in pending.iter().chain(&ahead) {
+        apply(qi, x, ci);
     }
 }

@@ -29,7 +29,7 @@ use crate::solve::level::{
     COMPACT_MAX_SEEDS,
 };
 pub use crate::solve::level::{Reads, StateKind};
-use crate::solve::plan::{check_build_fits, check_level_fits, Room};
+use crate::solve::plan::{check_build_fits, check_level_fits, way, Room};
 use crate::util::{memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// What to build.
@@ -88,7 +88,7 @@ impl BuildOptions {
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
 /// write and read of the state would cost more than the memory saved.
-pub const SPILL_FROM: u64 = 256 << 20;
+pub const SPILL_FROM: u64 = crate::solve::plan::SPILL_FROM;
 
 /// One line of the build report.
 #[derive(Clone, Copy, Debug)]
@@ -111,11 +111,8 @@ pub struct LevelReport {
 }
 
 /// How level `n` of `positions` positions is built: what `opts` asks for, and else the
-/// fastest way that fits `free` bytes of memory (`None`: unknown, assume it fits), given
-/// `lower` bytes of the levels a random forward pass holds: the fast state reading at
-/// random (today's fastest, spilling its state where [`BuildOptions::spill_from`] says),
-/// else the fast state with a stream, else the compact state with a stream. A compact
-/// state holds levels up to 63 seeds.
+/// fastest way that fits `free` bytes of memory ([`crate::solve::plan::way`]), given
+/// `lower` bytes of the levels a random forward pass holds.
 pub fn choose(
     opts: &BuildOptions,
     n: usize,
@@ -123,30 +120,15 @@ pub fn choose(
     lower: u64,
     free: Option<u64>,
 ) -> (StateKind, Reads) {
-    let fits = |need: u64| free.is_none_or(|f| need <= f);
-    let random_need = |state: StateKind| {
-        let bytes = state.bytes(positions);
-        if bytes >= opts.spill_from {
-            bytes.max(lower)
-        } else {
-            bytes + lower
-        }
-    };
-    let state = opts.state.unwrap_or_else(|| {
-        if n > COMPACT_MAX_SEEDS || fits(StateKind::Fast.bytes(positions)) {
-            StateKind::Fast
-        } else {
-            StateKind::Compact
-        }
-    });
-    let reads = opts.reads.unwrap_or_else(|| {
-        if state == StateKind::Fast && fits(random_need(state)) {
-            Reads::Random
-        } else {
-            Reads::Stream
-        }
-    });
-    (state, reads)
+    way(
+        opts.state,
+        opts.reads,
+        opts.spill_from,
+        n,
+        positions,
+        lower,
+        free,
+    )
 }
 
 /// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are

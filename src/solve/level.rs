@@ -318,7 +318,7 @@ pub(crate) fn forward_stream<const C: bool, S: Stream + ?Sized>(
                     first,
                     values,
                     |qi| prefetch(state.exit(qi as usize)),
-                    |qi, x| state.raise(qi as usize, x),
+                    |qi, x, _| state.raise(qi as usize, x),
                 );
                 progress
                     .inc(((end - first) as u128 * (size - half) as u128 / total as u128) as u64);

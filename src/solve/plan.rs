@@ -12,7 +12,8 @@ pub use crate::db::layout::{largest_slice, slice};
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::solve::level::{StateKind, COMPACT_MAX_SEEDS};
+use crate::game::scan::lowest_captured_level;
+use crate::solve::level::{Reads, StateKind, COMPACT_MAX_SEEDS};
 use crate::util::{bytes, disk_available, group, memory_available, memory_total};
 
 /// Solver memory per position of the level being built with the fast state: a count byte
@@ -58,8 +59,18 @@ pub struct LevelPlan {
     pub seeds: usize,
     /// Positions of the whole level.
     pub positions: u64,
-    /// Solver memory of one rank while the level is built.
+    /// How a node would build its slice of the level ([`way`] with the node's memory):
+    /// `None` when no way fits.
+    pub way: Option<(StateKind, Reads)>,
+    /// Solver state of one rank while the level is built (of the way chosen, or of the
+    /// smallest way when none fits).
     pub state: u64,
+    /// The lower levels one rank holds in memory meanwhile: those a capture reaches when
+    /// they are read at random (with spilling, not at the same time as the state), none
+    /// when they are read as a stream.
+    pub lower: u64,
+    /// Buffers of the streamed reads (a chunk per thread), or 0.
+    pub buffers: u64,
     /// The rank's slice of the level as a raw file (header and payload).
     pub raw: u64,
     /// The same, packed at the plan's ratio.
@@ -70,18 +81,97 @@ pub struct LevelPlan {
     pub packed_so_far: u64,
     /// Expected wall time of the level, at the plan's rate.
     pub seconds: Option<f64>,
+    /// Built by a single process (which may spill its state), not over ranks.
+    pub single: bool,
 }
 
 impl LevelPlan {
-    /// Whether the level's solver state fits a node's memory.
-    pub fn fits_memory(&self, m: &Machine) -> bool {
-        self.state <= m.memory
+    /// Whether the level fits a node's memory one way or another.
+    pub fn fits_memory(&self, _m: &Machine) -> bool {
+        self.way.is_some()
+    }
+
+    /// The memory one rank holds at its peak while building the level.
+    pub fn memory(&self) -> u64 {
+        need(self.state, self.lower, self.spilled()) + self.buffers
+    }
+
+    /// Whether the state is spilled while the lower levels are in memory (a single
+    /// process only).
+    fn spilled(&self) -> bool {
+        self.single && self.lower > 0 && self.state >= SPILL_FROM
     }
 
     /// Whether the raw levels `0..=seeds` fit a node's disk.
     pub fn fits_disk(&self, m: &Machine) -> bool {
         self.raw_so_far <= m.disk
     }
+}
+
+/// The default state size from which a random forward pass spills its state (DESIGN.md
+/// section 5.2): 256 MiB.
+pub const SPILL_FROM: u64 = 256 << 20;
+
+/// Stream buffers per thread: a chunk of a lower level's values and the parents found in
+/// it (generously).
+pub const STREAM_BUFFER: u64 = 1 << 20;
+
+/// The memory a level needs from `state` bytes of solver state and `lower` bytes of lower
+/// levels read at random: both, or with `spill` the larger.
+fn need(state: u64, lower: u64, spill: bool) -> u64 {
+    if spill {
+        state.max(lower)
+    } else {
+        state + lower
+    }
+}
+
+/// Wall time of a level built each way against the fast state reading at random: level
+/// 24 of Awari, 2 threads (DESIGN.md section 5.2).
+pub fn way_cost(way: (StateKind, Reads)) -> f64 {
+    match way {
+        (StateKind::Fast, Reads::Random) => 1.0,
+        (StateKind::Fast, Reads::Stream) => 1.35,
+        (StateKind::Compact, Reads::Random) => 1.4,
+        (StateKind::Compact, Reads::Stream) => 1.6,
+    }
+}
+
+/// How level `n` of `positions` positions is built: `state` and `reads` where given, and
+/// else the fastest way that fits `free` bytes of memory (`None`: unknown, assume it
+/// fits), given `lower` bytes of the levels a random forward pass holds: the fast state
+/// reading at random (spilling its state from `spill_from` bytes), else the fast state
+/// with a stream, else the compact state with a stream. A compact state holds levels up
+/// to 63 seeds; `state` compact without `reads` reads as a stream.
+pub fn way(
+    state: Option<StateKind>,
+    reads: Option<Reads>,
+    spill_from: u64,
+    n: usize,
+    positions: u64,
+    lower: u64,
+    free: Option<u64>,
+) -> (StateKind, Reads) {
+    let fits = |need: u64| free.is_none_or(|f| need <= f);
+    let random_need = |state: StateKind| {
+        let bytes = state.bytes(positions);
+        need(bytes, lower, bytes >= spill_from)
+    };
+    let state = state.unwrap_or_else(|| {
+        if n > COMPACT_MAX_SEEDS || fits(StateKind::Fast.bytes(positions)) {
+            StateKind::Fast
+        } else {
+            StateKind::Compact
+        }
+    });
+    let reads = reads.unwrap_or_else(|| {
+        if state == StateKind::Fast && fits(random_need(state)) {
+            Reads::Random
+        } else {
+            Reads::Stream
+        }
+    });
+    (state, reads)
 }
 
 /// A build rate measured on one level.
@@ -106,6 +196,7 @@ pub fn plan(
 ) -> Vec<LevelPlan> {
     let ranks = machine.nodes.max(1);
     let threads = (ranks * machine.cores.max(1)) as f64;
+    let p = index.pits_per_side();
     let (mut raw_so_far, mut packed_so_far) = (0, 0);
     (0..=max_seeds)
         .map(|n| {
@@ -116,19 +207,52 @@ pub fn plan(
             let packed = (raw as f64 / pack_ratio).ceil() as u64;
             raw_so_far += raw;
             packed_so_far += packed;
-            LevelPlan {
+            let reach: u64 = (lowest_captured_level(p, n)..n.saturating_sub(1))
+                .map(|m| largest_slice(index.level_size(m), ranks))
+                .sum();
+            // A build over several ranks keeps the fast state and reads its slices of the
+            // lower levels at random, without spilling (DESIGN.md section 5.4).
+            let chosen = if ranks > 1 {
+                (StateKind::Fast, Reads::Random)
+            } else {
+                way(
+                    None,
+                    None,
+                    SPILL_FROM,
+                    n,
+                    slice,
+                    reach,
+                    Some(machine.memory),
+                )
+            };
+            let (state, reads) = chosen;
+            let lower = if reads == Reads::Random { reach } else { 0 };
+            let buffers = if reads == Reads::Stream {
+                STREAM_BUFFER * machine.cores.max(1) as u64
+            } else {
+                0
+            };
+            let mut level = LevelPlan {
                 seeds: n,
                 positions,
-                state: STATE_BYTES * slice,
+                way: Some(chosen),
+                state: state.bytes(slice),
+                lower,
+                buffers,
                 raw,
                 packed,
                 raw_so_far,
                 packed_so_far,
                 seconds: rate.map(|r| {
                     let per_thread = rate_at(r.per_thread, r.level_size, positions);
-                    positions as f64 / (per_thread * threads)
+                    positions as f64 / (per_thread * threads) * way_cost(chosen)
                 }),
+                single: ranks == 1,
+            };
+            if level.memory() > machine.memory {
+                level.way = None;
             }
+            level
         })
         .collect()
 }
@@ -345,20 +469,51 @@ mod tests {
         assert!((p[20].seconds.unwrap() - 80_214_915.0 / 2e6 / 64.0).abs() < 1e-6);
         let r28 = 1_482_519_324.0 / p[28].seconds.unwrap() / 64.0;
         assert!((r28 / 2e6 - 0.645).abs() < 0.01, "{r28}");
-        // Level 48: 203,648,015,935 positions, two bytes each.
+        // Level 48: 203,648,015,935 positions; on 1 TiB the fast state (2 bytes and a bit
+        // each) spilled while the levels a capture reaches (33..=46, 667 GB) are read.
         assert_eq!(p[48].positions, 203_648_015_935);
-        assert_eq!(p[48].state, 407_296_031_870);
-        assert!(p[48].fits_memory(&one));
+        assert_eq!(p[48].way, Some((StateKind::Fast, Reads::Random)));
+        assert_eq!(p[48].state, 432_752_033_862);
+        assert_eq!(p[48].lower, 667_032_175_005);
+        assert_eq!(p[48].memory(), 667_032_175_005);
         let total: u64 = p.iter().map(|l| l.positions).sum();
         assert_eq!(p[48].raw_so_far, total + 49 * PAYLOAD_OFFSET as u64);
+        // 256 GB and 64 cores: every level fits, level 48 with the compact state (1.125
+        // bytes a position) and its lower levels read as a stream.
+        let node = Machine {
+            memory: 256_000_000_000,
+            ..one
+        };
+        let p = plan(&index, 48, &node, 2.0, None);
+        assert!(p.iter().all(|l| l.fits_memory(&node)));
+        assert_eq!(p[48].way, Some((StateKind::Compact, Reads::Stream)));
+        assert_eq!(p[48].state, 229_104_017_927);
+        assert_eq!(p[48].lower, 0);
+        assert_eq!(p[48].memory(), 229_104_017_927 + 64 * STREAM_BUFFER);
+        // Level 36, the last of the 2x6 games with 3 seeds a pit, on this machine's
+        // 24 GiB: the compact state, 16.0 GB.
+        let here = Machine {
+            memory: 24 << 30,
+            cores: 2,
+            ..one
+        };
+        let p = plan(&index, 36, &here, 2.0, None);
+        assert_eq!(p[36].way, Some((StateKind::Compact, Reads::Stream)));
+        assert_eq!(p[36].state, 16_039_880_609);
+        assert_eq!(p[35].way, Some((StateKind::Fast, Reads::Random)));
+        // Over 16 ranks of 64 GiB the fast state and the slices of the lower levels a
+        // capture reaches, read at random: level 48 needs 27.0 + 41.7 GB, 17 MB too many.
         let sixteen = Machine {
             nodes: 16,
             memory: 64 << 30,
             ..one
         };
         let p = plan(&index, 48, &sixteen, 2.0, None);
-        assert_eq!(p[48].state, 2 * 203_648_015_935u64.div_ceil(16));
-        assert!(p[48].fits_memory(&sixteen));
+        let slice = 203_648_015_935u64.div_ceil(16);
+        assert_eq!(p[48].state, 2 * slice + slice.div_ceil(64) * 8);
+        assert_eq!(p[48].lower, 41_689_510_944);
+        assert!(!p[48].fits_memory(&sixteen));
+        assert!(p[47].fits_memory(&sixteen));
         let tiny = Machine {
             memory: 1 << 30,
             ..sixteen
@@ -367,9 +522,9 @@ mod tests {
             .iter()
             .find(|l| !l.fits_memory(&tiny))
             .map(|l| l.seeds);
-        // Level 34 (8,474,539,866 positions) is 1.06e9 bytes of state per rank, under
-        // 1 GiB; level 35 (11,028,981,756) is 1.38e9, over it.
-        assert_eq!(first_too_big, Some(35));
+        // Level 31 needs 929 MB per rank (state and lower slices), under 1 GiB; level 32
+        // needs 1.26 GB.
+        assert_eq!(first_too_big, Some(32));
     }
 
     #[test]

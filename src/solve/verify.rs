@@ -27,7 +27,7 @@
 //! `w` or `-l`, another the exit `b`: two bytes per position.
 
 use std::ops::RangeInclusive;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 
@@ -36,12 +36,12 @@ use rayon::prelude::*;
 use crate::db::layout::{build_command, db_dir, missing_level, present_levels, Expect};
 use crate::db::model::Model;
 use crate::db::raw::Check;
-use crate::db::store::{LevelFile, Values};
+use crate::db::store::{has_exit_model, LevelFile, LevelSource, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
-use crate::game::scan::NO_EXIT;
-use crate::util::{prefetch, LevelBar};
+use crate::game::scan::{lowest_captured_level, scan_uncaptures, Stream, NO_EXIT};
+use crate::util::{prefetch, HugeBuf, LevelBar};
 
 /// Mismatches kept per level and check (the first ones in index order).
 pub const SAMPLES: usize = 5;
@@ -133,12 +133,17 @@ pub struct LevelCheck {
     pub seconds: f64,
     /// The deep check, if asked for.
     pub deep: Option<DeepCheck>,
+    /// `None` if the level's capture moves and the un-captures of the levels below agree
+    /// (the two ways the local check can find the captures), else what differs: a fault
+    /// of the verifier, not of the level.
+    pub capture_problem: Option<String>,
 }
 
 impl LevelCheck {
     /// Whether the level passed: its checksums match and no check found a wrong value.
     pub fn ok(&self) -> bool {
         self.checksum_problem.is_none()
+            && self.capture_problem.is_none()
             && self.mismatches.count == 0
             && self.deep.as_ref().is_none_or(|d| d.mismatches.count == 0)
     }
@@ -192,6 +197,11 @@ pub fn verify(
     };
     let (first, last) = (*range.start(), *range.end());
     let index = Index::new(opts.pits, last)?;
+    if !has_exit_model(&dir) {
+        return verify_streamed(opts, &dir, first, last, &index, report);
+    }
+    // A level packed with the exit model is read with every level below it in memory:
+    // the whole database is held, raw levels mapped, packed ones decompressed.
     let mut levels = Vec::with_capacity(last + 1);
     // What is wrong with the checksums of each checked level (a damaged block named).
     let mut checksum_problems: Vec<Option<String>> = Vec::with_capacity(last + 1);
@@ -253,7 +263,7 @@ pub fn verify(
         let deep = opts.deep.then(|| {
             let t0 = Instant::now();
             bar.phase("deep", 0);
-            let (sweeps, mismatches) = ctx.deep_check(&bar);
+            let (sweeps, mismatches) = ctx.deep_check(&bar, None);
             DeepCheck {
                 sweeps,
                 mismatches,
@@ -268,11 +278,378 @@ pub fn verify(
             mismatches,
             seconds,
             deep,
+            capture_problem: None,
         };
         report(&r);
         out.push(r);
     }
     Ok(out)
+}
+
+/// [`verify`] with the lower levels read as streams: each checked level is held in
+/// memory (a byte per position, and two bits: some move gives the stored value, some
+/// move gives more), its in-level moves read from it, and its captures valued by the
+/// un-captures of the levels below read in index order from their files. So checking
+/// level `n` holds 1.25 bytes per position of level `n` and no lower level. The capture
+/// moves that the level's own positions generate and the un-captures that the levels
+/// below give must be the same (parent, child) pairs: a hash of each pair summed both ways
+/// must agree, so that a fault in either generator cannot hide a wrong value.
+fn verify_streamed(
+    opts: &VerifyOptions,
+    dir: &Path,
+    first: usize,
+    last: usize,
+    index: &Index,
+    mut report: impl FnMut(&LevelCheck),
+) -> Result<Vec<LevelCheck>> {
+    let p = index.pits_per_side();
+    let expect = |m: usize| Expect::level(opts.rules, index, m);
+    // Every level needed is there before anything is checked.
+    let lowest = lowest_captured_level(p, first);
+    for m in lowest..=last {
+        if LevelFile::open(dir, &expect(m), Check::HeaderOnly)?.is_none() {
+            return Err(missing_level(dir, opts.rules, opts.pits, m, last));
+        }
+    }
+    // The levels below the range that the checked ones read are trusted inputs: refuse
+    // them if damaged.
+    for m in lowest..first {
+        let source = open_source(dir, opts, &expect(m), last)?;
+        source.check_checksum_with(|_| {})?;
+    }
+    let mut out = Vec::new();
+    for n in first..=last {
+        let size = index.level_size(n);
+        let source = open_source(dir, opts, &expect(n), last)?;
+        let mut values = HugeBuf::zeroed(size as usize).map_err(|e| {
+            Error::Resources(format!("cannot allocate {size} bytes for level {n}: {e}"))
+        })?;
+        let checksum_problem = source.read_all(&mut values)?;
+        drop(source);
+        let below = (lowest_captured_level(p, n)..n.saturating_sub(1))
+            .map(|m| open_source(dir, opts, &expect(m), last))
+            .collect::<Result<Vec<_>>>()?;
+        let lower = Below {
+            first: lowest_captured_level(p, n),
+            sources: below,
+        };
+        let t0 = Instant::now();
+        let bar = LevelBar::new(opts.progress, 2 * size, n, "local");
+        let check = Streamed {
+            rules: opts.rules,
+            index,
+            n,
+            values: &values,
+            lower: &lower,
+        };
+        let (mismatches, edges) = check.local(&bar)?;
+        let seconds = t0.elapsed().as_secs_f64();
+        let deep = if opts.deep {
+            let t0 = Instant::now();
+            bar.phase("deep", 0);
+            let exits = check.exits()?;
+            let levels: Vec<&[u8]> = (0..=n)
+                .map(|m| if m == n { &values[..] } else { &[][..] })
+                .collect();
+            let ctx = Ctx {
+                rules: opts.rules,
+                index,
+                n,
+                levels: &levels,
+            };
+            let (sweeps, mismatches) = ctx.deep_check(&bar, Some(exits));
+            Some(DeepCheck {
+                sweeps,
+                mismatches,
+                seconds: t0.elapsed().as_secs_f64(),
+            })
+        } else {
+            None
+        };
+        bar.finish();
+        let r = LevelCheck {
+            seeds: n,
+            positions: size,
+            checksum_problem,
+            mismatches,
+            seconds,
+            deep,
+            capture_problem: edges,
+        };
+        report(&r);
+        out.push(r);
+    }
+    Ok(out)
+}
+
+/// Level `want.seeds` of the database as a stream (the database holds no level packed
+/// with the exit model: [`verify`] reads those otherwise).
+fn open_source(
+    dir: &Path,
+    opts: &VerifyOptions,
+    want: &Expect,
+    last: usize,
+) -> Result<LevelSource> {
+    LevelSource::open(dir, want)?
+        .ok_or_else(|| missing_level(dir, opts.rules, opts.pits, want.seeds, last))
+}
+
+/// The levels a checked level reads, as streams: level `m` at `m - first`.
+struct Below {
+    first: usize,
+    sources: Vec<LevelSource>,
+}
+
+impl Stream for Below {
+    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> Result<()> {
+        self.sources[seeds - self.first].read(start, out)
+    }
+}
+
+impl Below {
+    /// The value of one position of level `m`.
+    fn value(&self, m: usize, i: u64) -> Result<i8> {
+        let mut v = [0u8];
+        self.read(m, i, &mut v)?;
+        Ok(v[0] as i8)
+    }
+}
+
+/// A hash of a capture: parent `q` of the level checked, child `c` of level `m`. Summed
+/// over the captures found each way, it must agree.
+#[inline]
+fn edge_hash(q: u64, m: usize, c: u64) -> u64 {
+    fn mix(mut x: u64) -> u64 {
+        // splitmix64's finaliser.
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+    mix(q ^ mix(c ^ (m as u64) << 57))
+}
+
+/// One level checked with its lower levels read as streams.
+struct Streamed<'a> {
+    rules: Rules,
+    index: &'a Index,
+    n: usize,
+    /// The level's values.
+    values: &'a [u8],
+    lower: &'a Below,
+}
+
+impl Streamed<'_> {
+    /// The local check: every stored value against its moves. First the level's own
+    /// positions: game ends and forced moves, and in-level moves from the stored values;
+    /// a position whose moves so far give more than it holds is wrong (`bad`), one whose
+    /// moves give exactly that is right so far (`ok`). Then the captures, from the levels
+    /// below by un-captures, the same way. The wrong positions are `bad` or not `ok`.
+    /// Returns the mismatches, and a problem if the two ways of finding the captures
+    /// disagree.
+    fn local(&self, bar: &LevelBar) -> Result<(Mismatches, Option<String>)> {
+        let (rules, index, n, values) = (self.rules, self.index, self.n, self.values);
+        let size = index.level_size(n);
+        let (ok, bad) = (Bits::new(size as usize), Bits::new(size as usize));
+        let chunks = size.div_ceil(CHUNK);
+        let (forward, moves) = (0..chunks)
+            .into_par_iter()
+            .map(|c| {
+                let start = c * CHUNK;
+                let end = (start + CHUNK).min(size);
+                let (mut hash, mut count) = (0u64, 0u64);
+                let mut board = index.unrank(n, start);
+                let mut reads: Vec<(usize, u64)> = Vec::with_capacity(BATCH * MAX_PITS);
+                let mut best = [NO_EXIT; BATCH];
+                let mut i = start;
+                while i < end {
+                    let k = ((end - i) as usize).min(BATCH);
+                    reads.clear();
+                    for (slot, b) in best[..k].iter_mut().enumerate() {
+                        let moves = legal_moves(&board, rules);
+                        *b = moves.terminal_value.unwrap_or(NO_EXIT);
+                        for m in moves.as_slice() {
+                            if m.ends_game {
+                                *b = n as i8;
+                            } else if m.captured > 0 {
+                                let c = n - m.captured as usize;
+                                hash = hash.wrapping_add(edge_hash(
+                                    i + slot as u64,
+                                    c,
+                                    index.rank_in(&m.child, c),
+                                ));
+                                count += 1;
+                            } else {
+                                let ci = index.rank_in(&m.child, n);
+                                prefetch(&values[ci as usize]);
+                                reads.push((slot, ci));
+                            }
+                        }
+                        if i + (slot as u64) + 1 < end {
+                            index.next(&mut board);
+                        }
+                    }
+                    for &(slot, ci) in &reads {
+                        best[slot] = best[slot].max(-(values[ci as usize] as i8));
+                    }
+                    for (slot, &b) in best[..k].iter().enumerate() {
+                        let at = i + slot as u64;
+                        let v = values[at as usize] as i8;
+                        if b > v {
+                            bad.set(at);
+                        } else if b == v {
+                            ok.set(at);
+                        }
+                    }
+                    i += k as u64;
+                }
+                bar.inc(end - start);
+                (hash, count)
+            })
+            .reduce(|| (0, 0), |a, b| (a.0.wrapping_add(b.0), a.1 + b.1));
+        // The captures, from the levels below.
+        let levels = self.lower.first..n.saturating_sub(1);
+        let total: u64 = levels.clone().map(|m| index.level_size(m)).sum();
+        let mut back = (0u64, 0u64);
+        for m in levels {
+            let len = index.level_size(m);
+            let part = (0..len.div_ceil(CHUNK))
+                .into_par_iter()
+                .map_init(Vec::new, |buf: &mut Vec<u8>, c| -> Result<(u64, u64)> {
+                    let start = c * CHUNK;
+                    let end = (start + CHUNK).min(len);
+                    buf.resize((end - start) as usize, 0);
+                    self.lower.read(m, start, buf)?;
+                    let (mut hash, mut count) = (0u64, 0u64);
+                    scan_uncaptures(
+                        rules,
+                        index,
+                        n,
+                        m,
+                        start,
+                        buf,
+                        |q| prefetch(&values[q as usize]),
+                        |q, x, ci| {
+                            let v = values[q as usize] as i8;
+                            if x > v {
+                                bad.set(q);
+                            } else if x == v {
+                                ok.set(q);
+                            }
+                            hash = hash.wrapping_add(edge_hash(q, m, ci));
+                            count += 1;
+                        },
+                    );
+                    bar.inc(((end - start) as u128 * size as u128 / total.max(1) as u128) as u64);
+                    Ok((hash, count))
+                })
+                .try_reduce(|| (0, 0), |a, b| Ok((a.0.wrapping_add(b.0), a.1 + b.1)))?;
+            back = (back.0.wrapping_add(part.0), back.1 + part.1);
+        }
+        let edges = (back != (forward, moves)).then(|| {
+            format!(
+                "the level's {moves} capture moves and the {} un-captures of the levels below \
+                 disagree (hashes {forward:016x} and {:016x}): a fault of the verifier, please \
+                 report it",
+                back.1, back.0
+            )
+        });
+        // The wrong positions, the first ones with what their moves give.
+        let found = (0..chunks)
+            .into_par_iter()
+            .map(|c| -> Result<Mismatches> {
+                let start = c * CHUNK;
+                let end = (start + CHUNK).min(size);
+                let mut found = Mismatches::default();
+                for i in start..end {
+                    if bad.get(i) || !ok.get(i) {
+                        let board = index.unrank(n, i);
+                        let computed = if found.first.len() < SAMPLES {
+                            self.value_of(&board)?
+                        } else {
+                            0
+                        };
+                        found.push(Mismatch {
+                            index: i,
+                            board,
+                            stored: values[i as usize] as i8,
+                            computed,
+                        });
+                    }
+                }
+                Ok(found)
+            })
+            .try_reduce(Mismatches::default, |a, b| Ok(a.merge(b)))?;
+        Ok((found, edges))
+    }
+
+    /// What the moves of `board`, a position of the level, give: its value if the values
+    /// it reads are right.
+    fn value_of(&self, board: &Board) -> Result<i8> {
+        let moves = legal_moves(board, self.rules);
+        let mut best = moves.terminal_value.unwrap_or(NO_EXIT);
+        for m in moves.as_slice() {
+            let v = if m.ends_game {
+                self.n as i8
+            } else if m.captured > 0 {
+                let c = self.n - m.captured as usize;
+                m.captured as i8 - self.lower.value(c, self.index.rank_in(&m.child, c))?
+            } else {
+                -(self.values[self.index.rank_in(&m.child, self.n) as usize] as i8)
+            };
+            best = best.max(v);
+        }
+        Ok(best)
+    }
+
+    /// The best exit of every position (game ends, forced moves, captures), for the deep
+    /// check: the level's own moves, then the captures by un-captures of the levels below.
+    fn exits(&self) -> Result<Vec<AtomicI8>> {
+        let (rules, index, n) = (self.rules, self.index, self.n);
+        let size = index.level_size(n);
+        let exits: Vec<AtomicI8> = (0..size).map(|_| AtomicI8::new(NO_EXIT)).collect();
+        (0..size.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
+            let start = c * CHUNK;
+            let end = (start + CHUNK).min(size);
+            let mut board = index.unrank(n, start);
+            for i in start..end {
+                let moves = legal_moves(&board, rules);
+                let mut b = moves.terminal_value.unwrap_or(NO_EXIT);
+                if moves.as_slice().iter().any(|m| m.ends_game) {
+                    b = n as i8;
+                }
+                exits[i as usize].store(b, Relaxed);
+                if i + 1 < end {
+                    index.next(&mut board);
+                }
+            }
+        });
+        for m in self.lower.first..n.saturating_sub(1) {
+            let len = index.level_size(m);
+            (0..len.div_ceil(CHUNK)).into_par_iter().try_for_each_init(
+                Vec::new,
+                |buf: &mut Vec<u8>, c| {
+                    let start = c * CHUNK;
+                    let end = (start + CHUNK).min(len);
+                    buf.resize((end - start) as usize, 0);
+                    self.lower.read(m, start, buf)?;
+                    scan_uncaptures(
+                        rules,
+                        index,
+                        n,
+                        m,
+                        start,
+                        buf,
+                        |q| prefetch(&exits[q as usize]),
+                        |q, x, _| {
+                            exits[q as usize].fetch_max(x, Relaxed);
+                        },
+                    );
+                    Ok::<(), Error>(())
+                },
+            )?;
+        }
+        Ok(exits)
+    }
 }
 
 /// One level being checked and the levels it reads.
@@ -465,17 +842,22 @@ impl Ctx<'_> {
     /// When nothing is left to do, one more full sweep must change nothing: then the
     /// values are a fixpoint not above the least one, so they are the least one. If it
     /// changes something (the schedule missed a position), the rounds go on.
-    fn deep_check(&self, bar: &LevelBar) -> (u32, Mismatches) {
+    ///
+    /// `known`: the best exit of every position, found already (then no lower level is
+    /// read here); else the first sweep finds them from the lower levels.
+    fn deep_check(&self, bar: &LevelBar, known: Option<Vec<AtomicI8>>) -> (u32, Mismatches) {
         let size = self.index.level_size(self.n) as usize;
-        // b: best exit per position, found in the first sweep. s: w, or -l.
-        let exits: Vec<AtomicI8> = (0..size).map(|_| AtomicI8::new(NO_EXIT)).collect();
+        // b: best exit per position, found in the first sweep unless known. s: w, or -l.
+        let given = known.is_some();
+        let exits: Vec<AtomicI8> =
+            known.unwrap_or_else(|| (0..size).map(|_| AtomicI8::new(NO_EXIT)).collect());
         let s: Vec<AtomicI8> = (0..size).map(|_| AtomicI8::new(0)).collect();
         let mut todo = Bits::new(size);
         let mut next = Bits::new(size);
         let mut rounds = 0u32;
         // Full sweeps: the first, and the confirming ones.
         let mut full = true;
-        let mut first = true;
+        let mut first = !given;
         loop {
             rounds += 1;
             bar.phase(&format!("deep round {rounds}"), 0);
