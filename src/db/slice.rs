@@ -191,6 +191,12 @@ impl SliceLevel {
     pub fn bytes(&self) -> &[u8] {
         &self.map[PAYLOAD_OFFSET..]
     }
+
+    /// Lets the kernel take back the pages of the map read so far: a stream of the slice
+    /// leaves none of it in this process's memory.
+    pub fn release(&self) {
+        crate::db::raw::release_map(&self.map);
+    }
 }
 
 /// Writes slice `rank` of `ranks` (indices `range`) of level `seeds` to `path`: under a

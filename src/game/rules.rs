@@ -428,6 +428,30 @@ pub fn legal_moves(board: &Board, rules: Rules) -> Moves {
     out
 }
 
+/// Whether the move from own pit `o`, holding `s > 0` seeds, may capture: where its last
+/// seed lands and how many seeds that pit then holds follow from the count, without
+/// sowing (a division only for the rare move that laps the board; the wrap is a
+/// subtraction: a division here was a tenth of the forward pass). A move that may capture
+/// is played out to know; any other captures nothing.
+#[inline(always)]
+fn may_capture(board: &Board, o: usize, s: usize) -> bool {
+    let p = board.p as usize;
+    let np = 2 * p;
+    let (laps, rem) = if s < np - 1 {
+        (0, s)
+    } else {
+        (s / (np - 1), s % (np - 1))
+    };
+    let (last, lands) = if rem == 0 {
+        (if o == 0 { np - 1 } else { o - 1 }, laps)
+    } else if o + rem >= np {
+        (o + rem - np, laps + 1)
+    } else {
+        (o + rem, laps + 1)
+    };
+    last >= p && matches!(board.pits[last] as usize + lands, 2 | 3)
+}
+
 /// What the forward pass of the solver needs of a position's moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exits {
@@ -461,24 +485,8 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
         if s == 0 {
             continue;
         }
-        // Most moves neither capture nor starve, and that shows without sowing: where the
-        // last seed lands and how many seeds that pit then holds follow from the count.
-        // (A division only for the rare move that laps the board.)
-        let (laps, rem) = if s < np - 1 {
-            (0, s)
-        } else {
-            (s / (np - 1), s % (np - 1))
-        };
-        // (Wrapped by a subtraction: a division here was a tenth of the forward pass.)
-        let (last, lands) = if rem == 0 {
-            (if o == 0 { np - 1 } else { o - 1 }, laps)
-        } else if o + rem >= np {
-            (o + rem - np, laps + 1)
-        } else {
-            (o + rem, laps + 1)
-        };
-        let may_capture = last >= p && matches!(board.pits[last] as usize + lands, 2 | 3);
-        if !may_capture {
+        // Most moves neither capture nor starve, and that shows without sowing.
+        if !may_capture(board, o, s) {
             // Without a capture the opponent is starved only if it had no seeds and the
             // sowing stops short of its row.
             if opponent_empty && o + s < p {
@@ -673,20 +681,7 @@ pub fn exits(board: &Board, rules: Rules) -> Exits {
         if s == 0 {
             continue;
         }
-        // As in for_each_exit: where the last seed lands tells whether it may capture.
-        let (laps, rem) = if s < np - 1 {
-            (0, s)
-        } else {
-            (s / (np - 1), s % (np - 1))
-        };
-        let (last, lands) = if rem == 0 {
-            (if o == 0 { np - 1 } else { o - 1 }, laps)
-        } else if o + rem >= np {
-            (o + rem - np, laps + 1)
-        } else {
-            (o + rem, laps + 1)
-        };
-        if last >= p && matches!(board.pits[last] as usize + lands, 2 | 3) {
+        if may_capture(board, o, s) {
             captures |= 1 << o;
         } else if !(opponent_empty && o + s < p) {
             stay += 1;
@@ -739,21 +734,7 @@ pub fn for_each_stay(
         if s == 0 {
             continue;
         }
-        // As in for_each_exit: where the last seed lands tells whether it may capture.
-        let (laps, rem) = if s < np - 1 {
-            (0, s)
-        } else {
-            (s / (np - 1), s % (np - 1))
-        };
-        let (last, lands) = if rem == 0 {
-            (if o == 0 { np - 1 } else { o - 1 }, laps)
-        } else if o + rem >= np {
-            (o + rem - np, laps + 1)
-        } else {
-            (o + rem, laps + 1)
-        };
-        let may_capture = last >= p && matches!(board.pits[last] as usize + lands, 2 | 3);
-        if !may_capture {
+        if !may_capture(board, o, s) {
             if opponent_empty && o + s < p {
                 // Starves the opponent: illegal, or (every move starving) ends the game.
                 continue;

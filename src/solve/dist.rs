@@ -3,11 +3,11 @@
 //! algorithm is section 5's, in bulk-synchronous rounds, with the rank's rayon threads
 //! working inside each round (only the calling thread talks to the other ranks):
 //!
-//! - forward pass, in rounds of [`ROUND`] positions per rank: a rank generates the moves
-//!   of its positions; a capture whose child it holds is read at once, any other child
-//!   index is sent to the rank that owns it (one message per destination and round); it
-//!   answers the requests it gets from its slices of the lower levels, and takes the
-//!   best exit from the answers;
+//! - forward pass: a rank goes over its own positions' moves (game ends, forced moves,
+//!   in-level moves counted), then, in rounds of [`ROUND`] positions, streams its slices
+//!   of the lower levels a capture reaches: each position hands its value to its parents
+//!   by un-captures, raising those it holds at once and sending the others to their
+//!   owners (one message per destination and round), which raise them when they arrive;
 //! - backward pass, one threshold `t` at a time, in rounds: a rank settles the seeds of
 //!   one segment of its slice (the first [`SEGMENT`] rounds) and drains the cascade
 //!   they start among its own positions (the single-process solver's code, with its
@@ -21,31 +21,26 @@
 //! of the single-process build, whatever `R` and the threads of each rank.
 
 use std::ops::Range;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use crate::game::index::Index;
-use crate::game::rules::{for_each_exit, Exits, Rules};
-use crate::game::scan::NO_EXIT;
+use crate::game::rules::{exits, Exits, Rules};
+use crate::game::scan::{lowest_captured_level, scan_uncaptures, NO_EXIT};
 use crate::solve::level::{threshold_bit, Backward, State, Work, CHUNK};
 use crate::solve::plan::{largest_slice, slice};
 use crate::util::prefetch;
 
 pub use crate::solve::level::owner;
 
-/// Positions per rank per forward round: bounds the request buffers. (Small in the unit
-/// tests, so that their small levels take many rounds.)
+/// Lower positions a rank streams per forward round: bounds the updates it sends in a
+/// round. (Small in the unit tests, so that their small levels take many rounds.)
 pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
 
 /// Positions per rank whose seeds are settled in one backward round: bounds the outboxes
 /// of a round.
 pub const SEGMENT: u64 = if cfg!(test) { 1 << 13 } else { 1 << 22 };
-
-/// Local reads of lower-level values gathered before they are made, so that their cache
-/// misses overlap.
-const READ_BATCH: usize = 64;
 
 /// What a rank needs of the others: a personalised all-to-all and global sums, all
 /// collective (every rank calls them in the same order).
@@ -154,16 +149,14 @@ pub fn solve_slice<C: Comm, T>(
     f(state.finish())
 }
 
-/// What one task of a forward round asks of the other ranks.
-#[derive(Default)]
-struct Asked {
-    /// Per rank, the child indices asked, 8 bytes each: level `m` in the top byte.
-    requests: Vec<Vec<u8>>,
-    /// Per capture asked: the position (offset in the round), the seeds taken, the rank
-    /// asked and the place of the request in this task's buffer for it.
-    captures: Vec<(u32, u8, u32, u32)>,
-}
-
+/// The forward pass of this rank's slice, with the lower levels read as streams: first
+/// the own moves of its positions (game ends, forced moves, in-level moves counted), then,
+/// in rounds, a piece of [`ROUND`] positions of its slices of the lower levels a capture
+/// reaches: each position hands its value to its parents by un-captures, raising the best
+/// exit of those held here at once and sending the others to their owners (8 bytes each:
+/// the index, and the value in the top byte), one message per destination and round. The
+/// rounds are the same on every rank: every rank knows every slice.
+#[allow(clippy::too_many_arguments)]
 fn forward<C: Comm>(
     comm: &C,
     rules: Rules,
@@ -174,149 +167,95 @@ fn forward<C: Comm>(
     state: &State<false>,
 ) {
     let (rank, ranks) = (comm.rank(), comm.size());
-    // Every rank takes part in as many rounds as the largest slice needs; each rank
-    // knows that number without asking.
-    let rounds = largest_slice(index.level_size(n), ranks).div_ceil(ROUND);
-    for round in 0..rounds {
-        let lo = (mine.start + round * ROUND).min(mine.end);
-        let hi = (lo + ROUND).min(mine.end);
-        let tasks: Vec<Asked> = (0..(hi - lo).div_ceil(CHUNK))
-            .into_par_iter()
-            .map(|c| {
-                let start = lo + c * CHUNK;
-                let end = (start + CHUNK).min(hi);
-                scan(
-                    rules,
-                    index,
-                    n,
-                    lower,
-                    mine,
-                    lo,
-                    start..end,
-                    state,
-                    rank,
-                    ranks,
-                )
+    let size = index.level_size(n);
+    (mine.start..mine.end)
+        .step_by(CHUNK as usize)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .for_each(|start| {
+            let end = (start + CHUNK).min(mine.end);
+            let mut board = index.unrank(n, start);
+            for i in start..end {
+                let (b, stay) = match exits(&board, rules) {
+                    Exits::Terminal(v) => (v, 0),
+                    Exits::AllEnd => (n as i8, 0),
+                    Exits::Moves { stay } => (NO_EXIT, stay),
+                };
+                state.init((i - mine.start) as usize, stay, b);
+                if i + 1 < end {
+                    index.next(&mut board);
+                }
+            }
+        });
+    // The pieces of each rank's slices of the lower levels, level by level.
+    let levels = lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
+    let pieces = |r: usize| -> Vec<(usize, Range<u64>)> {
+        levels
+            .clone()
+            .flat_map(|m| {
+                let part = slice(index.level_size(m), ranks, r);
+                (part.start..part.end)
+                    .step_by(ROUND as usize)
+                    .map(move |a| (m, a..(a + ROUND).min(part.end)))
             })
-            .collect();
-        // One buffer per rank, the tasks' requests one after another.
-        let mut at = vec![vec![0u32; ranks]; tasks.len()];
-        let mut requests = vec![Vec::new(); ranks];
-        for (task, asked) in tasks.iter().enumerate() {
-            for (o, r) in asked.requests.iter().enumerate() {
-                at[task][o] = (requests[o].len() / 8) as u32;
-                requests[o].extend_from_slice(r);
-            }
-        }
-        // Answer the requests for this rank's slices of the lower levels.
-        let asked = comm.exchange(requests);
-        let answers: Vec<Vec<u8>> = asked.parts().map(|buf| answer(buf, lower)).collect();
-        drop(asked);
-        let got = comm.exchange(answers);
-        tasks.par_iter().enumerate().for_each(|(task, asked)| {
-            for &(j, c, o, k) in &asked.captures {
-                let cell = state.exit((lo - mine.start) as usize + j as usize);
-                let v = c as i8 - got.from(o as usize)[(at[task][o as usize] + k) as usize] as i8;
-                // Only positions with moves have captures: their exit starts at NO_EXIT.
-                if v > cell.load(Relaxed) as i8 {
-                    cell.store(v as u8, Relaxed);
-                }
-            }
-        });
-    }
-}
-
-/// The forward pass over the positions `range` of this rank's slice: count and best
-/// exit of each written to `state`, lower values held here read at once, the others
-/// asked.
-#[allow(clippy::too_many_arguments)]
-fn scan(
-    rules: Rules,
-    index: &Index,
-    n: usize,
-    lower: &LowerSlices,
-    mine: &Range<u64>,
-    lo: u64,
-    range: Range<u64>,
-    state: &State<false>,
-    rank: usize,
-    ranks: usize,
-) -> Asked {
-    let mut asked = Asked {
-        requests: vec![Vec::new(); ranks],
-        captures: Vec::new(),
+            .collect()
     };
-    // Local reads waiting: the position (offset in the slice), the seeds taken, the
-    // level and the offset in this rank's slice of it.
-    let mut reads: Vec<(usize, u8, usize, usize)> = Vec::with_capacity(READ_BATCH + 12);
-    let mut board = index.unrank(n, range.start);
-    for i in range.clone() {
-        let at = (i - mine.start) as usize;
-        let exits = for_each_exit(&board, rules, |c, child| {
-            let m = n - c as usize;
-            let ci = index.rank_in(child, m);
-            let o = owner(ci, index.level_size(m), ranks);
-            if o == rank {
-                let off = (ci - lower.starts[m]) as usize;
-                prefetch(&lower.values[m][off]);
-                reads.push((at, c, m, off));
-            } else {
-                let k = asked.requests[o].len() / 8;
-                asked.requests[o].extend_from_slice(&(((m as u64) << 56) | ci).to_le_bytes());
-                asked
-                    .captures
-                    .push(((i - lo) as u32, c, o as u32, k as u32));
+    let rounds = (0..ranks).map(|r| pieces(r).len()).max().unwrap_or(0);
+    let mut mine_pieces = pieces(rank).into_iter();
+    for _ in 0..rounds {
+        let outbox: Vec<Vec<u8>> = match mine_pieces.next() {
+            Some((m, piece)) => {
+                let values = lower.values[m];
+                let base = lower.starts[m];
+                let sent: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); ranks]);
+                (piece.start..piece.end)
+                    .step_by(CHUNK as usize)
+                    .collect::<Vec<_>>()
+                    .into_par_iter()
+                    .for_each(|start| {
+                        let end = (start + CHUNK).min(piece.end);
+                        let mut out = vec![Vec::new(); ranks];
+                        let held = |qi: u64| mine.contains(&qi);
+                        scan_uncaptures(
+                            rules,
+                            index,
+                            n,
+                            m,
+                            start,
+                            &values[(start - base) as usize..(end - base) as usize],
+                            |qi| {
+                                if held(qi) {
+                                    prefetch(state.exit((qi - mine.start) as usize));
+                                }
+                            },
+                            |qi, x, _| {
+                                if held(qi) {
+                                    state.raise((qi - mine.start) as usize, x);
+                                } else {
+                                    let word = qi | ((x as u8 as u64) << 56);
+                                    out[owner(qi, size, ranks)]
+                                        .extend_from_slice(&word.to_le_bytes());
+                                }
+                            },
+                        );
+                        let mut sent = sent.lock().unwrap();
+                        for (to, part) in sent.iter_mut().zip(out) {
+                            to.extend_from_slice(&part);
+                        }
+                    });
+                sent.into_inner().unwrap()
+            }
+            None => vec![Vec::new(); ranks],
+        };
+        let got = comm.exchange(outbox);
+        got.bytes().par_chunks(8 * CHUNK as usize).for_each(|part| {
+            for w in part.chunks_exact(8) {
+                let word = u64::from_le_bytes(w.try_into().unwrap());
+                let qi = word & ((1 << 56) - 1);
+                state.raise((qi - mine.start) as usize, (word >> 56) as u8 as i8);
             }
         });
-        let (b, stay) = match exits {
-            Exits::Terminal(v) => (v, 0),
-            Exits::AllEnd => (n as i8, 0),
-            Exits::Moves { stay } => (NO_EXIT, stay),
-        };
-        state.count(at).store(stay, Relaxed);
-        state.exit(at).store(b as u8, Relaxed);
-        if reads.len() >= READ_BATCH || i + 1 == range.end {
-            for &(at, c, m, off) in &reads {
-                let cell = state.exit(at);
-                let v = c as i8 - lower.values[m][off] as i8;
-                if v > cell.load(Relaxed) as i8 {
-                    cell.store(v as u8, Relaxed);
-                }
-            }
-            reads.clear();
-        }
-        if i + 1 < range.end {
-            index.next(&mut board);
-        }
     }
-    asked
-}
-
-/// The values of the lower-level positions another rank asked for, in its order.
-fn answer(buf: &[u8], lower: &LowerSlices) -> Vec<u8> {
-    let parts: Vec<Vec<u8>> = buf
-        .par_chunks(8 * CHUNK as usize)
-        .map(|part| {
-            let mut out = Vec::with_capacity(part.len() / 8);
-            let at = |b: &[u8]| {
-                let x = u64::from_le_bytes(b.try_into().unwrap());
-                let (m, ci) = ((x >> 56) as usize, x & ((1 << 56) - 1));
-                (m, (ci - lower.starts[m]) as usize)
-            };
-            for batch in part.chunks(8 * READ_BATCH) {
-                for b in batch.chunks_exact(8) {
-                    let (m, off) = at(b);
-                    prefetch(&lower.values[m][off]);
-                }
-                for b in batch.chunks_exact(8) {
-                    let (m, off) = at(b);
-                    out.push(lower.values[m][off]);
-                }
-            }
-            out
-        })
-        .collect();
-    parts.concat()
 }
 
 /// The backward pass of threshold `t` over this rank's slice, in rounds until no rank
@@ -513,6 +452,8 @@ pub fn build_slices<C: Comm>(
                         values,
                     )
                 })?;
+                // The stream read the slices below: let their pages go.
+                done.iter().for_each(SliceLevel::release);
                 SliceLevel::open(&path, &expect, rank, ranks, range.clone())?
             }
         };

@@ -533,7 +533,7 @@ impl<const C: bool> State<C> {
     /// Sets position `i` after its own moves: `stay` in-level moves (kept by the fast state
     /// only) and best exit `b` ([`NO_EXIT`] for none).
     #[inline(always)]
-    fn init(&self, i: usize, stay: u8, b: i8) {
+    pub(crate) fn init(&self, i: usize, stay: u8, b: i8) {
         let b = if b == NO_EXIT { Self::NO_EXIT } else { b };
         if !C {
             self.count(i).store(stay, Relaxed);
@@ -544,7 +544,7 @@ impl<const C: bool> State<C> {
     /// Raises position `i`'s best exit to `x` if it is lower (several threads may raise one
     /// position at once).
     #[inline(always)]
-    fn raise(&self, i: usize, x: i8) {
+    pub(crate) fn raise(&self, i: usize, x: i8) {
         let cell = self.exit(i);
         let mut cur = cell.load(Relaxed) as i8;
         while x > cur {

@@ -507,44 +507,19 @@ impl Streamed<'_> {
             })
             .reduce(|| (0, 0), |a, b| (a.0.wrapping_add(b.0), a.1 + b.1));
         // The captures, from the levels below.
-        let levels = self.lower.first..n.saturating_sub(1);
-        let total: u64 = levels.clone().map(|m| index.level_size(m)).sum();
-        let mut back = (0u64, 0u64);
-        for m in levels {
-            let len = index.level_size(m);
-            let part = (0..len.div_ceil(CHUNK))
-                .into_par_iter()
-                .map_init(Vec::new, |buf: &mut Vec<u8>, c| -> Result<(u64, u64)> {
-                    let start = c * CHUNK;
-                    let end = (start + CHUNK).min(len);
-                    buf.resize((end - start) as usize, 0);
-                    self.lower.read(m, start, buf)?;
-                    let (mut hash, mut count) = (0u64, 0u64);
-                    scan_uncaptures(
-                        rules,
-                        index,
-                        n,
-                        m,
-                        start,
-                        buf,
-                        |q| prefetch(&values[q as usize]),
-                        |q, x, ci| {
-                            let v = values[q as usize] as i8;
-                            if x > v {
-                                bad.set(q);
-                            } else if x == v {
-                                ok.set(q);
-                            }
-                            hash = hash.wrapping_add(edge_hash(q, m, ci));
-                            count += 1;
-                        },
-                    );
-                    bar.inc(((end - start) as u128 * size as u128 / total.max(1) as u128) as u64);
-                    Ok((hash, count))
-                })
-                .try_reduce(|| (0, 0), |a, b| Ok((a.0.wrapping_add(b.0), a.1 + b.1)))?;
-            back = (back.0.wrapping_add(part.0), back.1 + part.1);
-        }
+        let back = self.uncaptures(
+            Some(bar),
+            |q| prefetch(&values[q as usize]),
+            |q, x, m, ci| {
+                let v = values[q as usize] as i8;
+                if x > v {
+                    bad.set(q);
+                } else if x == v {
+                    ok.set(q);
+                }
+                edge_hash(q, m, ci)
+            },
+        )?;
         let edges = (back != (forward, moves)).then(|| {
             format!(
                 "the level's {moves} capture moves and the {} un-captures of the levels below \
@@ -601,6 +576,49 @@ impl Streamed<'_> {
         Ok(best)
     }
 
+    /// Every capture into this level, from the levels below read as streams (their
+    /// positions in index order, a chunk per task, each handing its value to its parents
+    /// by un-captures): `apply(parent, captured - v(child), child level, child)`, with
+    /// `touch(parent)` a batch ahead. Returns the sum of what `apply` returned and the
+    /// number of captures; advances `bar` by the level's size in all.
+    fn uncaptures(
+        &self,
+        bar: Option<&LevelBar>,
+        touch: impl Fn(u64) + Sync,
+        apply: impl Fn(u64, i8, usize, u64) -> u64 + Sync,
+    ) -> Result<(u64, u64)> {
+        let (index, n) = (self.index, self.n);
+        let size = index.level_size(n);
+        let levels = self.lower.first..n.saturating_sub(1);
+        let total: u64 = levels.clone().map(|m| index.level_size(m)).sum();
+        let mut sum = (0u64, 0u64);
+        for m in levels {
+            let len = index.level_size(m);
+            let part = (0..len.div_ceil(CHUNK))
+                .into_par_iter()
+                .map_init(Vec::new, |buf: &mut Vec<u8>, c| -> Result<(u64, u64)> {
+                    let start = c * CHUNK;
+                    let end = (start + CHUNK).min(len);
+                    buf.resize((end - start) as usize, 0);
+                    self.lower.read(m, start, buf)?;
+                    let (mut got, mut count) = (0u64, 0u64);
+                    scan_uncaptures(self.rules, index, n, m, start, buf, &touch, |q, x, ci| {
+                        got = got.wrapping_add(apply(q, x, m, ci));
+                        count += 1;
+                    });
+                    if let Some(bar) = bar {
+                        bar.inc(
+                            ((end - start) as u128 * size as u128 / total.max(1) as u128) as u64,
+                        );
+                    }
+                    Ok((got, count))
+                })
+                .try_reduce(|| (0, 0), |a, b| Ok((a.0.wrapping_add(b.0), a.1 + b.1)))?;
+            sum = (sum.0.wrapping_add(part.0), sum.1 + part.1);
+        }
+        Ok(sum)
+    }
+
     /// The best exit of every position (game ends, forced moves, captures), for the deep
     /// check: the level's own moves, then the captures by un-captures of the levels below.
     fn exits(&self) -> Result<Vec<AtomicI8>> {
@@ -623,31 +641,14 @@ impl Streamed<'_> {
                 }
             }
         });
-        for m in self.lower.first..n.saturating_sub(1) {
-            let len = index.level_size(m);
-            (0..len.div_ceil(CHUNK)).into_par_iter().try_for_each_init(
-                Vec::new,
-                |buf: &mut Vec<u8>, c| {
-                    let start = c * CHUNK;
-                    let end = (start + CHUNK).min(len);
-                    buf.resize((end - start) as usize, 0);
-                    self.lower.read(m, start, buf)?;
-                    scan_uncaptures(
-                        rules,
-                        index,
-                        n,
-                        m,
-                        start,
-                        buf,
-                        |q| prefetch(&exits[q as usize]),
-                        |q, x, _| {
-                            exits[q as usize].fetch_max(x, Relaxed);
-                        },
-                    );
-                    Ok::<(), Error>(())
-                },
-            )?;
-        }
+        self.uncaptures(
+            None,
+            |q| prefetch(&exits[q as usize]),
+            |q, x, _, _| {
+                exits[q as usize].fetch_max(x, Relaxed);
+                0
+            },
+        )?;
         Ok(exits)
     }
 }
