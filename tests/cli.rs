@@ -799,7 +799,7 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
             csv.to_str().unwrap(),
         ])
     };
-    let out = run("96");
+    let out = run("64");
     let row = |out: &str, n: usize| -> Vec<String> {
         out.lines()
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
@@ -809,28 +809,24 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
             .map(|s| s.to_string())
             .collect()
     };
-    // Level 48: 203,648,015,935 positions over 16 nodes, each with the fast state (2.125
-    // bytes a position, 27.0 GB) and its slices of the lower levels a capture reaches
-    // (41.7 GB).
+    // Level 48: 203,648,015,935 positions over 16 nodes, each with the fast state of its
+    // slice (2.125 bytes a position, 27.0 GB) and its slices of the lower levels read as
+    // streams (16 MB of buffers).
     let r48 = row(&out, 48);
     assert_eq!(r48[1], "203,648,015,935", "{out}");
-    assert_eq!(r48[2], "fast/random", "{out}");
-    assert_eq!(
-        &r48[3..9],
-        ["68.7", "GB", "27.0", "GB", "41.7", "GB"],
-        "{out}"
-    );
+    assert_eq!(r48[2], "fast/stream", "{out}");
+    assert_eq!(&r48[3..9], ["27.1", "GB", "27.0", "GB", "0", "B"], "{out}");
     assert_eq!(r48.last().unwrap(), "yes", "{out}");
     assert_eq!(row(&out, 16)[1], "12,685,179");
     assert!(out.contains("every level fits"), "{out}");
     assert!(out.contains("2000000 positions/s/thread"), "{out}");
-    // 8 GB nodes: level 39 (29,684,399,668 positions, 8.7 GB a node) is the first too big.
+    // 8 GB nodes: level 43 (73,127,652,312 positions, 9.7 GB a node) is the first too big.
     let out = run("8");
-    assert_eq!(row(&out, 38).last().unwrap(), "yes", "{out}");
-    assert_eq!(row(&out, 39).last().unwrap(), "memory", "{out}");
+    assert_eq!(row(&out, 42).last().unwrap(), "yes", "{out}");
+    assert_eq!(row(&out, 43).last().unwrap(), "memory", "{out}");
     assert!(
-        out.contains("memory: level 39 is the first that does not fit")
-            && out.contains("level 48 needs 138 nodes of 8.0 GB"),
+        out.contains("memory: level 43 is the first that does not fit")
+            && out.contains("level 48 needs 55 nodes of 8.0 GB"),
         "{out}"
     );
     // One node of 256 GB and 64 cores: every level fits, level 48 with the compact state
