@@ -102,6 +102,13 @@ pub fn largest_slice(size: u64, ranks: usize) -> u64 {
     size.div_ceil(ranks as u64)
 }
 
+/// The rank that owns index `i` of a level of `size` positions cut into `ranks` slices
+/// (the largest `r` whose slice starts at or before `i`: the inverse of [`slice()`]).
+#[inline]
+pub fn owner(i: u64, size: u64, ranks: usize) -> usize {
+    (((i as u128 + 1) * ranks as u128 - 1) / size as u128) as usize
+}
+
 /// Whether level `n` has a file (raw or packed) in `dir`.
 pub fn level_exists(dir: &Path, n: usize) -> bool {
     level_path(dir, n).exists() || packed_path(dir, n).exists()

@@ -32,7 +32,7 @@ use crate::solve::level::{threshold_bit, Backward, State, Work, CHUNK};
 use crate::solve::plan::{largest_slice, slice};
 use crate::util::prefetch;
 
-pub use crate::solve::level::owner;
+pub use crate::db::layout::owner;
 
 /// Lower positions a rank streams per forward round: bounds the updates it sends in a
 /// round. (Small in the unit tests, so that their small levels take many rounds.)

@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::db::layout::owner;
 use crate::error::Result;
 use crate::game::index::{Index, RankBase};
 use crate::game::rules::{exits, for_each_stay, for_each_unmove_near, Board, Exits, Rules};
@@ -1216,13 +1217,6 @@ impl Work {
             }
         }
     }
-}
-
-/// The rank that owns index `i` of a level of `size` positions cut into `ranks` slices
-/// (the largest `r` whose slice starts at or before `i`; DESIGN.md section 5.4).
-#[inline]
-pub fn owner(i: u64, size: u64, ranks: usize) -> usize {
-    (((i as u128 + 1) * ranks as u128 - 1) / size as u128) as usize
 }
 
 /// Levels `0..=top` solved in memory, one byte per position: the true values that the
