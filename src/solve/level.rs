@@ -56,8 +56,16 @@ const SPLIT_AT: usize = 1 << 12;
 /// and values `-63..=63` twice over (see [`compact_code`]).
 pub const COMPACT_MAX_SEEDS: usize = 63;
 
-/// The compact state's byte of an unsettled position with no exit.
+/// The compact state's byte of an unsettled position with no exit (and no child known won:
+/// see [`COMPACT_COUNTS`]).
 const COMPACT_NO_EXIT: i8 = -64;
+
+/// Levels up to this many seeds count, in the compact byte of an unsettled position with
+/// no exit, its children known won, up to 2: bytes -64, -63 and -62, which no exit of
+/// such a level can be. A position with one or two in-level moves is then found lost
+/// without reading its children, and one with more reads them only from its third won
+/// child on.
+const COMPACT_COUNTS: usize = 61;
 
 /// The compact state's byte of a position settled at `v`. An unsettled position's byte is
 /// its best exit `b`, `-63..=63`, or [`COMPACT_NO_EXIT`]: the bytes `-64..=63`, whose top
@@ -465,6 +473,17 @@ impl<const C: bool> State<C> {
     /// The exit byte of a position with no exit.
     const NO_EXIT: i8 = if C { COMPACT_NO_EXIT } else { NO_EXIT };
 
+    /// Whether the exit byte of an unsettled position says it has no exit (compact: with
+    /// a count of its children known won, [`COMPACT_COUNTS`]).
+    #[inline(always)]
+    fn no_exit(b: i8) -> bool {
+        if C {
+            b <= COMPACT_NO_EXIT + 2
+        } else {
+            b == NO_EXIT
+        }
+    }
+
     pub(crate) fn new(len: u64) -> State<C> {
         let len = len as usize;
         let bytes = Self::BYTES * len;
@@ -497,7 +516,7 @@ impl<const C: bool> State<C> {
                 for i in k * BLOCK..end {
                     let b = state.exit(i).load(Relaxed) as i8;
                     // No exit and an exit worth 0 never seed.
-                    if b != 0 && b != Self::NO_EXIT {
+                    if b != 0 && !Self::no_exit(b) {
                         mask |= threshold_bit(b);
                     }
                 }
@@ -840,15 +859,20 @@ impl<const C: bool> Backward<'_, C> {
     #[inline]
     fn settle(&self, at: usize, seen: i8, v: i8) -> bool {
         if C {
-            // The byte of an unsettled position changes only when it is settled. Sequentially
-            // consistent, as are the reads of `children_won`: of two threads that each
-            // settle a child of one position and then read its other children, at least
-            // one sees both settled.
-            return self
-                .state
-                .exit(at)
-                .compare_exchange(seen as u8, compact_code(v) as u8, SeqCst, Relaxed)
-                .is_ok();
+            // The byte of an unsettled position changes when it is settled, and (no exit)
+            // when its count of won children goes up: then try again. Sequentially
+            // consistent, as are the reads of a check: of two threads that each settle a
+            // child of one position and then read its other children, at least one sees
+            // both settled.
+            let cell = self.state.exit(at);
+            let mut seen = seen;
+            while !compact_settled(seen) {
+                match cell.compare_exchange(seen as u8, compact_code(v) as u8, SeqCst, Relaxed) {
+                    Ok(_) => return true,
+                    Err(now) => seen = now as i8,
+                }
+            }
+            return false;
         }
         let prev = self.state.count(at).fetch_or(SETTLED, Relaxed);
         if prev & SETTLED != 0 {
@@ -1078,6 +1102,42 @@ impl<const C: bool> Backward<'_, C> {
             // other in-level child is won too; with an exit between -t and 0 it is found
             // by the scan at threshold -b.
             if code > -t {
+                return;
+            }
+            if self.n <= COMPACT_COUNTS && code <= COMPACT_NO_EXIT + 1 {
+                // No exit and at most one child known won: count this one; lost when the
+                // count reaches the in-level moves (each won child is told once).
+                let q = board();
+                let moves = match exits(&q, self.rules) {
+                    Exits::Moves { stay } => stay as i8,
+                    _ => unreachable!("a position with no exit has in-level moves"),
+                };
+                let cell = self.state.exit(at);
+                let mut code = code;
+                loop {
+                    let won = code - COMPACT_NO_EXIT + 1;
+                    let next = if won == moves {
+                        compact_code(-t)
+                    } else {
+                        COMPACT_NO_EXIT + won
+                    };
+                    match cell.compare_exchange(code as u8, next as u8, SeqCst, Relaxed) {
+                        Ok(_) if won == moves => {
+                            stack.push((qi, q, false));
+                            return;
+                        }
+                        Ok(_) => return,
+                        Err(now) => code = now as i8,
+                    }
+                    if compact_settled(code) {
+                        return;
+                    }
+                    if code > COMPACT_NO_EXIT + 1 {
+                        // Two children counted by others meanwhile: check this one.
+                        break;
+                    }
+                }
+                self.queue_check(qi, code, q, o, t, stack, checks);
                 return;
             }
             self.queue_check(qi, code, board(), o, t, stack, checks);
