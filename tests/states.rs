@@ -30,8 +30,9 @@ fn build_way(
         .collect()
 }
 
-/// Every way against the fast state reading at random, level by level.
-fn same_files(rules: Rules, pits: usize, top: usize) {
+/// Every way against the fast state reading at random, level by level; the top level
+/// holds more than `least` positions.
+fn same_files(rules: Rules, pits: usize, top: usize, least: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let ways = [
         (StateKind::Fast, Reads::Random),
@@ -65,7 +66,7 @@ fn same_files(rules: Rules, pits: usize, top: usize) {
     }
     // Levels with positions of every kind, not a board too small to tell.
     assert!(
-        files[0][top].len() > 4096 + 100_000,
+        files[0][top].len() > 4096 + least,
         "level {top} is too small"
     );
 }
@@ -73,27 +74,52 @@ fn same_files(rules: Rules, pits: usize, top: usize) {
 #[test]
 fn six_pits_to_twenty_seeds() {
     for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 6, 20);
+        same_files(rules, 6, 20, 100_000);
     }
 }
 
 #[test]
 fn three_pits_to_forty_seeds() {
     for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 3, 40);
+        same_files(rules, 3, 40, 100_000);
     }
 }
 
 #[test]
 fn four_pits_to_twenty_eight_seeds() {
     for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 4, 28);
+        same_files(rules, 4, 28, 100_000);
     }
 }
 
 #[test]
 fn eight_pits_to_twelve_seeds() {
     for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 8, 12);
+        same_files(rules, 8, 12, 100_000);
     }
+}
+
+/// The most seeds the compact state holds: its byte keeps three codes for positions with
+/// no exit beside the exits of up to 61 seeds (2 pits: level 61 holds 3,844 positions).
+#[test]
+fn two_pits_to_sixty_one_seeds() {
+    for rules in [Rules::Awari, Rules::Oware] {
+        same_files(rules, 2, 61, 3_000);
+    }
+}
+
+/// Above 61 seeds the compact state is refused before anything is built.
+#[test]
+fn compact_state_refused_above_sixty_one_seeds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = BuildOptions {
+        state: Some(StateKind::Compact),
+        ..BuildOptions::new(tmp.path(), Rules::Awari, 2, 62)
+    };
+    let e = build(&opts, |_| {}, |_| {}).unwrap_err().to_string();
+    assert!(
+        e.contains("the compact state holds levels of at most 61 seeds"),
+        "{e}"
+    );
+    assert!(!db_dir(tmp.path(), Rules::Awari, 2).exists());
 }

@@ -42,7 +42,7 @@ pub struct BuildArgs {
     spill_from: u64,
     /// The solver state: `fast` (2.125 bytes a position: a count of each position's moves
     /// not yet known to lose), `compact` (1.125 bytes: a loss confirmed by generating the
-    /// position's moves again; levels up to 63 seeds), or `auto`: fast where it fits the
+    /// position's moves again; levels up to 61 seeds), or `auto`: fast where it fits the
     /// memory available, compact where it does not. The files are the same.
     #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["fast", "compact", "auto"])]
     state: String,

@@ -25,7 +25,7 @@ use crate::db::layout::{
     database_dirs, level_path, list_levels, missing_level, packed_path, Expect,
 };
 use crate::db::model::Model;
-use crate::db::pack::{PackHeader, PackedLevel};
+use crate::db::pack::{BlockProblem, PackHeader, PackedLevel};
 use crate::db::raw::{checksum, release_map, Check, Header, RawLevel, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -483,21 +483,16 @@ impl LevelSource {
                 let mut block = Vec::new();
                 for b in start / s..end.div_ceil(s) {
                     let r = l.block_range(b);
-                    let bytes = l.block_bytes(b);
-                    src.resize((bytes.end - bytes.start) as usize, 0);
-                    use std::os::unix::fs::FileExt;
-                    self.file
-                        .read_exact_at(&mut src, bytes.start)
-                        .map_err(|e| Error::io(l.path(), e))?;
                     let (lo, hi) = (r.start.max(start), r.end.min(end));
                     let dst = &mut out[(lo - start) as usize..(hi - start) as usize];
-                    if lo == r.start && hi == r.end {
-                        l.decode_block_bytes(b, &src, dst)
-                            .map_err(|p| l.block_error(&p))?;
-                    } else {
+                    let whole = lo == r.start && hi == r.end;
+                    if !whole {
                         block.resize((r.end - r.start) as usize, 0);
-                        l.decode_block_bytes(b, &src, &mut block)
-                            .map_err(|p| l.block_error(&p))?;
+                    }
+                    let into = if whole { &mut *dst } else { &mut block[..] };
+                    self.read_block(l, b, &mut src, into)?
+                        .map_err(|p| l.block_error(&p))?;
+                    if !whole {
                         dst.copy_from_slice(
                             &block[(lo - r.start) as usize..(hi - r.start) as usize],
                         );
@@ -505,6 +500,42 @@ impl LevelSource {
                 }
                 Ok(())
             }
+        }
+    }
+
+    /// Reads block `b` of the packed level `l` from the file into `src` and decompresses
+    /// it into `out` (as long as the block): a file that cannot be read is the outer error,
+    /// a damaged block the inner one.
+    fn read_block(
+        &self,
+        l: &PackedLevel,
+        b: u64,
+        src: &mut Vec<u8>,
+        out: &mut [u8],
+    ) -> Result<std::result::Result<(), BlockProblem>> {
+        use std::os::unix::fs::FileExt;
+        let bytes = l.block_bytes(b);
+        src.resize((bytes.end - bytes.start) as usize, 0);
+        self.file
+            .read_exact_at(src, bytes.start)
+            .map_err(|e| Error::io(l.path(), e))?;
+        Ok(l.decode_block_bytes(b, src, out))
+    }
+
+    /// Fills `out` (as long as the level) with the whole level, in pieces read in
+    /// parallel; a damaged packed block is an error that names it.
+    pub fn read_parallel(&self, out: &mut [u8]) -> Result<()> {
+        assert_eq!(out.len() as u64, self.positions);
+        out.par_chunks_mut(STREAM_PIECE)
+            .enumerate()
+            .try_for_each(|(k, piece)| self.read((k * STREAM_PIECE) as u64, piece))
+    }
+
+    /// The payload checksum the level's header gives.
+    fn header_checksum(&self) -> u64 {
+        match &self.kind {
+            SourceKind::Raw(_, sum) => *sum,
+            SourceKind::Packed(l) => l.header().checksum,
         }
     }
 
@@ -516,29 +547,21 @@ impl LevelSource {
         assert_eq!(out.len() as u64, self.positions);
         let problems: Vec<String> = match &self.kind {
             SourceKind::Raw(..) => {
-                out.par_chunks_mut(STREAM_PIECE)
-                    .enumerate()
-                    .try_for_each(|(k, piece)| self.read((k * STREAM_PIECE) as u64, piece))?;
+                self.read_parallel(out)?;
                 Vec::new()
             }
             SourceKind::Packed(l) => {
                 let s = l.pack_header().block as usize;
-                let read = |b: u64, piece: &mut [u8]| -> Result<Option<String>> {
-                    let bytes = l.block_bytes(b);
-                    let mut src = vec![0u8; (bytes.end - bytes.start) as usize];
-                    use std::os::unix::fs::FileExt;
-                    self.file
-                        .read_exact_at(&mut src, bytes.start)
-                        .map_err(|e| Error::io(l.path(), e))?;
-                    Ok(l.decode_block_bytes(b, &src, piece).err().map(|p| {
-                        piece.fill(0);
-                        l.describe(&p)
-                    }))
-                };
                 let found: Vec<Option<String>> = out
                     .par_chunks_mut(s)
                     .enumerate()
-                    .map(|(b, piece)| read(b as u64, piece))
+                    .map(|(b, piece)| {
+                        let read = self.read_block(l, b as u64, &mut Vec::new(), piece)?;
+                        Ok(read.err().map(|p| {
+                            piece.fill(0);
+                            l.describe(&p)
+                        }))
+                    })
                     .collect::<Result<_>>()?;
                 found.into_iter().flatten().collect()
             }
@@ -546,11 +569,7 @@ impl LevelSource {
         if !problems.is_empty() {
             return Ok(Some(problems.join("; ")));
         }
-        let got = checksum(out);
-        let want = match &self.kind {
-            SourceKind::Raw(_, sum) => *sum,
-            SourceKind::Packed(l) => l.header().checksum,
-        };
+        let (got, want) = (checksum(out), self.header_checksum());
         Ok((got != want)
             .then(|| format!("damaged payload (checksum {got:016x}, header says {want:016x})")))
     }
@@ -578,11 +597,7 @@ impl LevelSource {
             each(&buf[..len]);
             at += len as u64;
         }
-        let got = hasher.digest();
-        let want = match &self.kind {
-            SourceKind::Raw(_, sum) => *sum,
-            SourceKind::Packed(l) => l.header().checksum,
-        };
+        let (got, want) = (hasher.digest(), self.header_checksum());
         if got != want {
             return Err(Error::format(
                 self.path(),

@@ -10,8 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::model::Model;
@@ -260,14 +258,14 @@ fn build_level(
     } else {
         hot.fill(n, index, dir, opts.rules, done)?;
     }
-    let path = level_path(dir, n);
-    let (values, stats, phases) = match state {
-        StateKind::Fast => solve::<false>(opts, index, n, hot, done, dir, &path, reads, spill)?,
-        StateKind::Compact => solve::<true>(opts, index, n, hot, done, dir, &path, reads, spill)?,
-    };
     let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
+    let (values, stats, phases) = match state {
+        StateKind::Fast => solve::<false>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
+        StateKind::Compact => solve::<true>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
+    };
+    let want = Expect::level(opts.rules, index, n);
     let (written, stale) = if opts.pack {
-        write_packed(opts, n, &packed, &values)?;
+        write_packed(opts, dir, &want, &values)?;
         (packed, raw)
     } else {
         write_level(opts, n, &raw, &values)?;
@@ -282,7 +280,6 @@ fn build_level(
             written.display()
         ));
     }
-    let want = Expect::level(opts.rules, index, n);
     if done.wants(n) {
         let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
             .expect("the level just written is there");
@@ -383,14 +380,7 @@ impl<'a> Sources<'a> {
         let levels = (first..n.saturating_sub(1))
             .map(|m| match done.get(m) {
                 Some(Values::Owned(v)) => Ok(Source::Memory(v)),
-                _ => LevelSource::open(dir, &Expect::level(rules, index, m))?
-                    .map(Source::File)
-                    .ok_or_else(|| {
-                        Error::Input(format!(
-                            "level {m} is missing from {} (level {n} reads it)",
-                            dir.display()
-                        ))
-                    }),
+                _ => lower_source(dir, rules, index, m, n).map(Source::File),
             })
             .collect::<Result<_>>()?;
         Ok(Sources { levels, first })
@@ -449,16 +439,7 @@ impl Hot {
             })?;
             match done.get(m) {
                 Some(Values::Owned(v)) => buf.copy_from_slice(v),
-                _ => {
-                    let source = LevelSource::open(dir, &Expect::level(rules, index, m))?
-                        .ok_or_else(|| {
-                            Error::Input(format!("level {m} is missing from {}", dir.display()))
-                        })?;
-                    const PIECE: usize = 1 << 22;
-                    buf.par_chunks_mut(PIECE)
-                        .enumerate()
-                        .try_for_each(|(k, out)| source.read((k * PIECE) as u64, out))?;
-                }
+                _ => lower_source(dir, rules, index, m, n)?.read_parallel(&mut buf)?,
             }
             self.levels[m] = Some(buf);
         }
@@ -505,19 +486,32 @@ fn write_level(opts: &BuildOptions, n: usize, path: &Path, values: &[u8]) -> Res
     w.finish().map(|_| ())
 }
 
-/// Writes level `n` packed with the plain model (section 6), then reads it back a block
-/// at a time, every block and the payload checksum checked.
-fn write_packed(opts: &BuildOptions, n: usize, path: &Path, values: &[u8]) -> Result<()> {
+/// Writes level `want.seeds` into `dir` packed with the plain model (section 6), then
+/// reads it back a block at a time, every block and the payload checksum checked.
+fn write_packed(opts: &BuildOptions, dir: &Path, want: &Expect, values: &[u8]) -> Result<()> {
     let pack = PackOptions {
         model: Model::Plain,
         ..PackOptions::default()
     };
-    pack_payload(path, opts.rules, opts.pits, n, values, &pack, &[])?;
-    let index = Index::new(opts.pits, n)?;
-    let want = Expect::level(opts.rules, &index, n);
-    let dir = path.parent().expect("a level file is in a folder");
-    let source = LevelSource::open_packed(dir, &want)?;
-    source.check_checksum_with(|_| {})
+    let path = packed_path(dir, want.seeds);
+    pack_payload(&path, opts.rules, opts.pits, want.seeds, values, &pack, &[])?;
+    LevelSource::open_packed(dir, want)?.check_checksum_with(|_| {})
+}
+
+/// Level `m` of the database in `dir` as a stream, which level `n` reads.
+fn lower_source(
+    dir: &Path,
+    rules: Rules,
+    index: &Index,
+    m: usize,
+    n: usize,
+) -> Result<LevelSource> {
+    LevelSource::open(dir, &Expect::level(rules, index, m))?.ok_or_else(|| {
+        Error::Input(format!(
+            "level {m} is missing from {} (level {n} reads it)",
+            dir.display()
+        ))
+    })
 }
 
 #[cfg(test)]

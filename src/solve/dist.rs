@@ -26,8 +26,8 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::game::index::Index;
-use crate::game::rules::{exits, Exits, Rules};
-use crate::game::scan::{lowest_captured_level, scan_uncaptures, NO_EXIT};
+use crate::game::rules::Rules;
+use crate::game::scan::{lowest_captured_level, scan_uncaptures};
 use crate::solve::level::{threshold_bit, Backward, State, Work, CHUNK};
 use crate::solve::plan::{largest_slice, slice};
 use crate::util::prefetch;
@@ -156,7 +156,6 @@ pub fn solve_slice<C: Comm, T>(
 /// exit of those held here at once and sending the others to their owners (8 bytes each:
 /// the index, and the value in the top byte), one message per destination and round. The
 /// rounds are the same on every rank: every rank knows every slice.
-#[allow(clippy::too_many_arguments)]
 fn forward<C: Comm>(
     comm: &C,
     rules: Rules,
@@ -168,25 +167,7 @@ fn forward<C: Comm>(
 ) {
     let (rank, ranks) = (comm.rank(), comm.size());
     let size = index.level_size(n);
-    (mine.start..mine.end)
-        .step_by(CHUNK as usize)
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .for_each(|start| {
-            let end = (start + CHUNK).min(mine.end);
-            let mut board = index.unrank(n, start);
-            for i in start..end {
-                let (b, stay) = match exits(&board, rules) {
-                    Exits::Terminal(v) => (v, 0),
-                    Exits::AllEnd => (n as i8, 0),
-                    Exits::Moves { stay } => (NO_EXIT, stay),
-                };
-                state.init((i - mine.start) as usize, stay, b);
-                if i + 1 < end {
-                    index.next(&mut board);
-                }
-            }
-        });
+    state.own_moves(rules, index, n, mine.clone(), mine.start, |_| {});
     // The pieces of each rank's slices of the lower levels, level by level.
     let levels = lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
     let pieces = |r: usize| -> Vec<(usize, Range<u64>)> {

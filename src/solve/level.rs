@@ -53,25 +53,23 @@ const BACKWARD_BATCH: usize = 16;
 const SPLIT_AT: usize = 1 << 12;
 
 /// The most seeds a level built with the compact state may hold: its byte holds the exits
-/// and values `-63..=63` twice over (see [`compact_code`]).
-pub const COMPACT_MAX_SEEDS: usize = 63;
+/// and values `-61..=61` twice over (see [`compact_code`]), and three bytes more for
+/// positions with no exit (see [`COMPACT_NO_EXIT`]).
+pub const COMPACT_MAX_SEEDS: usize = 61;
 
-/// The compact state's byte of an unsettled position with no exit (and no child known won:
-/// see [`COMPACT_COUNTS`]).
+/// The compact state's byte of an unsettled position with no exit and no child known won.
+/// Such a position counts its children known won, up to 2, in its byte: -64, -63 and -62,
+/// which no exit of a level of at most [`COMPACT_MAX_SEEDS`] seeds can be. One with one or
+/// two in-level moves is then found lost without reading its children, and one with more
+/// reads them only from its third won child on.
 const COMPACT_NO_EXIT: i8 = -64;
 
-/// Levels up to this many seeds count, in the compact byte of an unsettled position with
-/// no exit, its children known won, up to 2: bytes -64, -63 and -62, which no exit of
-/// such a level can be. A position with one or two in-level moves is then found lost
-/// without reading its children, and one with more reads them only from its third won
-/// child on.
-const COMPACT_COUNTS: usize = 61;
-
 /// The compact state's byte of a position settled at `v`. An unsettled position's byte is
-/// its best exit `b`, `-63..=63`, or [`COMPACT_NO_EXIT`]: the bytes `-64..=63`, whose top
-/// two bits are equal. A settled one flips bit 6 of its value: `64..=127` for a win,
-/// `-127..=-65` for a loss (a draw is never settled). So a byte is settled if it lies
-/// outside `-64..=63`, and a settled win is a byte above 64.
+/// its best exit `b`, `-61..=61`, or no exit ([`COMPACT_NO_EXIT`] and the two bytes
+/// above): the bytes `-64..=63` hold them, whose top two bits are equal. A settled one
+/// flips bit 6 of its value: `64..=127` for a win, `-127..=-65` for a loss (a draw is
+/// never settled). So a byte is settled if it lies outside `-64..=63`, and a settled win
+/// is a byte above 64.
 #[inline(always)]
 pub(crate) fn compact_code(v: i8) -> i8 {
     (v as u8 ^ 0x40) as i8
@@ -93,7 +91,7 @@ pub enum StateKind {
     /// in-level moves not yet known to lose, so that a loss costs one update.
     Fast,
     /// One byte per position and the threshold map's bit (1.125 bytes): a loss is
-    /// confirmed by generating the position's moves again. Levels up to 63 seeds.
+    /// confirmed by generating the position's moves again. Levels up to 61 seeds.
     Compact,
 }
 
@@ -291,22 +289,8 @@ pub(crate) fn forward_stream<const C: bool, S: Stream + ?Sized>(
     let start = Instant::now();
     // The forward half of the bar: half for the own moves, half for the stream.
     let half = size / 2;
-    (0..size.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
-        let first = c * CHUNK;
-        let end = (first + CHUNK).min(size);
-        let mut board = index.unrank(n, first);
-        for i in first..end {
-            let (b, stay) = match exits(&board, rules) {
-                Exits::Terminal(v) => (v, 0),
-                Exits::AllEnd => (n as i8, 0),
-                Exits::Moves { stay } => (NO_EXIT, stay),
-            };
-            state.init(i as usize, stay, b);
-            if i + 1 < end {
-                index.next(&mut board);
-            }
-        }
-        progress.inc((end - first) * half / size.max(1));
+    state.own_moves(rules, index, n, 0..size, 0, |done| {
+        progress.inc(done * half / size.max(1))
     });
     let levels = || lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
     let total: u64 = levels().map(|m| index.level_size(m)).sum();
@@ -417,16 +401,23 @@ fn forward_chunks<const C: bool, L: Lower + ?Sized>(
             start,
             (end - start) as usize,
             |j, exits, best| {
-                let (b, stay) = match exits {
-                    Exits::Terminal(v) => (v, 0),
-                    Exits::AllEnd => (n as i8, 0),
-                    Exits::Moves { stay } => (best, stay),
-                };
+                let (b, stay) = exit_and_stay(exits, n, best);
                 state.init(start as usize + j, stay, b);
             },
         );
         progress.inc(end - start);
     });
+}
+
+/// A position's best exit and in-level moves from what its moves say, `best` being its
+/// best capture (if any): a game over is worth its value, moves that all end the game `n`.
+#[inline(always)]
+fn exit_and_stay(exits: Exits, n: usize, best: i8) -> (i8, u8) {
+    match exits {
+        Exits::Terminal(v) => (v, 0),
+        Exits::AllEnd => (n as i8, 0),
+        Exits::Moves { stay } => (best, stay),
+    }
 }
 
 /// The solver's state of the level being built, in anonymous memory: the fast state
@@ -474,7 +465,7 @@ impl<const C: bool> State<C> {
     const NO_EXIT: i8 = if C { COMPACT_NO_EXIT } else { NO_EXIT };
 
     /// Whether the exit byte of an unsettled position says it has no exit (compact: with
-    /// a count of its children known won, [`COMPACT_COUNTS`]).
+    /// a count of its children known won, see [`COMPACT_NO_EXIT`]).
     #[inline(always)]
     fn no_exit(b: i8) -> bool {
         if C {
@@ -559,6 +550,34 @@ impl<const C: bool> State<C> {
             self.count(i).store(stay, Relaxed);
         }
         self.exit(i).store(b as u8, Relaxed);
+    }
+
+    /// Sets the positions `range` of level `n`, held from index `base` on, from their own
+    /// moves ([`exits`]: game ends, forced moves, in-level moves counted), in parallel;
+    /// `done(positions)` after each chunk. Their captures are raised by the stream after.
+    pub(crate) fn own_moves(
+        &self,
+        rules: Rules,
+        index: &Index,
+        n: usize,
+        range: Range<u64>,
+        base: u64,
+        done: impl Fn(u64) + Sync,
+    ) {
+        let chunks = (range.end - range.start).div_ceil(CHUNK);
+        (0..chunks).into_par_iter().for_each(|c| {
+            let first = range.start + c * CHUNK;
+            let end = (first + CHUNK).min(range.end);
+            let mut board = index.unrank(n, first);
+            for i in first..end {
+                let (b, stay) = exit_and_stay(exits(&board, rules), n, NO_EXIT);
+                self.init((i - base) as usize, stay, b);
+                if i + 1 < end {
+                    index.next(&mut board);
+                }
+            }
+            done(end - first);
+        });
     }
 
     /// Raises position `i`'s best exit to `x` if it is lower (several threads may raise one
@@ -895,8 +914,8 @@ impl<const C: bool> Backward<'_, C> {
     /// Compact state: position `qi`, unsettled with byte `code` and a best exit of at most
     /// `-t`, is lost at `t` if every in-level child is won (for its side to move); the
     /// child by pit `skip` is known to be. Its moves are generated again: the first other
-    /// child is ranked and prefetched, and the check waits on `work`'s queue for the next
-    /// batch ([`Backward::check`]); with no other child, it is lost now.
+    /// child is ranked and prefetched, and the check waits on `checks` for the next batch
+    /// ([`Backward::check`]); with no other child, it is lost now.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn queue_check(
@@ -909,38 +928,19 @@ impl<const C: bool> Backward<'_, C> {
         stack: &mut Vec<(u64, Board, bool)>,
         checks: &mut Vec<Check>,
     ) {
-        let mut first = None;
-        for_each_stay(&board, self.rules, 0, |o, child| {
-            if o as u8 == skip {
-                return true;
-            }
-            first = Some((o, self.index.rank_in(child, self.n)));
-            false
-        });
-        match first {
-            Some((pit, ci)) => {
-                prefetch(self.state.exit((ci - self.base) as usize));
-                checks.push(Check {
-                    qi,
-                    code,
-                    board,
-                    skip,
-                    pit: pit as u8,
-                    first: ci,
-                });
-            }
-            None => {
-                if self.settle((qi - self.base) as usize, code, -t) {
-                    stack.push((qi, board, false));
-                }
-            }
-        }
+        let check = Check {
+            qi,
+            code,
+            board,
+            skip,
+            pit: 0,
+            first: 0,
+        };
+        self.next_child(&check, 0, t, stack, checks);
     }
 
     /// Goes on with a check that [`Backward::queue_check`] queued, its child `first`
-    /// prefetched a batch ago: if that child is won, the next one is ranked, prefetched and
-    /// queued on `checks` for the batch after (so that no child's cache miss is waited
-    /// for); when none is left, the position is lost at `t` and goes on `stack`.
+    /// prefetched a batch ago: if that child is won, on to the next one.
     #[inline]
     fn check(
         &self,
@@ -949,11 +949,26 @@ impl<const C: bool> Backward<'_, C> {
         stack: &mut Vec<(u64, Board, bool)>,
         checks: &mut Vec<Check>,
     ) {
-        if !self.won(c.first) {
-            return;
+        if self.won(c.first) {
+            self.next_child(c, c.pit as usize + 1, t, stack, checks);
         }
+    }
+
+    /// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
+    /// prefetched and queued on `checks` for the batch after, so that no child's cache
+    /// miss is waited for; when none is left, every child is won, and the position is lost
+    /// at `t` and goes on `stack`.
+    #[inline]
+    fn next_child(
+        &self,
+        c: &Check,
+        from: usize,
+        t: i8,
+        stack: &mut Vec<(u64, Board, bool)>,
+        checks: &mut Vec<Check>,
+    ) {
         let mut next = None;
-        for_each_stay(&c.board, self.rules, c.pit as usize + 1, |o, child| {
+        for_each_stay(&c.board, self.rules, from, |o, child| {
             if o as u8 == c.skip {
                 return true;
             }
@@ -1104,7 +1119,7 @@ impl<const C: bool> Backward<'_, C> {
             if code > -t {
                 return;
             }
-            if self.n <= COMPACT_COUNTS && code <= COMPACT_NO_EXIT + 1 {
+            if code <= COMPACT_NO_EXIT + 1 {
                 // No exit and at most one child known won: count this one; lost when the
                 // count reaches the in-level moves (each won child is told once).
                 let q = board();

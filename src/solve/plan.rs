@@ -143,7 +143,7 @@ pub fn way_cost(way: (StateKind, Reads)) -> f64 {
 /// fits), given `lower` bytes of the levels a random forward pass holds: the fast state
 /// reading at random (spilling its state from `spill_from` bytes), else the fast state
 /// with a stream, else the compact state with a stream. A compact state holds levels up
-/// to 63 seeds; `state` compact without `reads` reads as a stream.
+/// to 61 seeds; `state` compact without `reads` reads as a stream.
 pub fn way(
     state: Option<StateKind>,
     reads: Option<Reads>,

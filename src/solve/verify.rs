@@ -326,12 +326,12 @@ fn verify_streamed(
         })?;
         let checksum_problem = source.read_all(&mut values)?;
         drop(source);
-        let below = (lowest_captured_level(p, n)..n.saturating_sub(1))
-            .map(|m| open_source(dir, opts, &expect(m), last))
-            .collect::<Result<Vec<_>>>()?;
+        let below = lowest_captured_level(p, n);
         let lower = Below {
-            first: lowest_captured_level(p, n),
-            sources: below,
+            first: below,
+            sources: (below..n.saturating_sub(1))
+                .map(|m| open_source(dir, opts, &expect(m), last))
+                .collect::<Result<_>>()?,
         };
         let t0 = Instant::now();
         let bar = LevelBar::new(opts.progress, 2 * size, n, "local");
