@@ -64,6 +64,7 @@ pub mod plan {
 /// slice of every level, talking to the others through a [`dist::Comm`]; `gather`
 /// assembles the standard level files from the slices.
 pub mod dist {
+    pub use crate::db::layout::{owner, slice};
     pub use crate::db::slice::{
         gather, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
     };
@@ -71,7 +72,7 @@ pub mod dist {
     #[cfg(feature = "mpi")]
     pub use crate::solve::dist::mpi_comm::MpiComm;
     pub use crate::solve::dist::{
-        build_slices, owner, solve_slice, Comm, DistOptions, LowerSlices, Mail, SliceReport, ROUND,
+        build_slices, solve_slice, Comm, DistOptions, LowerSlices, Mail, SliceReport, ROUND,
         SEGMENT,
     };
     #[cfg(feature = "mpi")]

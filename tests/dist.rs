@@ -5,15 +5,15 @@ use std::fs;
 use std::path::Path;
 
 use awari::dist::{build_slices, list_slices, Comm, DistOptions, LocalComm};
-use awari::{db_dir, level_path, Rules};
+use awari::{db_dir, level_path, Rules, StateKind};
 
 mod common;
 
 use common::{ok, run};
 
-/// Builds levels `0..=top` over `ranks` ranks, rank `r` keeping its slices under
-/// `root/rank<r>`.
-fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize) {
+/// Builds levels `0..=top` over `ranks` ranks with the solver state `state`, rank `r`
+/// keeping its slices under `root/rank<r>`.
+fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize, state: StateKind) {
     let comms = LocalComm::group(ranks);
     std::thread::scope(|s| {
         let handles: Vec<_> = comms
@@ -25,11 +25,15 @@ fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize) 
                     rules,
                     pits,
                     max_seeds: top,
+                    state: Some(state),
                     check: true,
                     ranks_here: ranks,
                     command: "awari build (test)".into(),
                 };
-                s.spawn(move || build_slices(comm, &opts, |_| {}).unwrap())
+                s.spawn(move || {
+                    let reports = build_slices(comm, &opts, |_| {}).unwrap();
+                    assert!(reports.iter().all(|r| r.state == Some(state)));
+                })
             })
             .collect();
         for h in handles {
@@ -63,7 +67,13 @@ fn gathered_slices_are_the_single_process_levels() {
         ok(&build.iter().map(String::as_str).collect::<Vec<_>>());
         for ranks in [2, 3] {
             let ranked = root.join(format!("ranks{ranks}"));
-            build_over(&ranked, ranks, rules, pits, top);
+            // Two ranks with the fast state, three with the compact one.
+            let state = if ranks == 2 {
+                StateKind::Fast
+            } else {
+                StateKind::Compact
+            };
+            build_over(&ranked, ranks, rules, pits, top, state);
             for r in 0..ranks {
                 let dir = db_dir(&ranked.join(format!("rank{r}")), rules, pits);
                 let slices = list_slices(&dir).unwrap();

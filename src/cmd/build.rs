@@ -43,7 +43,8 @@ pub struct BuildArgs {
     /// The solver state: `fast` (2.125 bytes a position: a count of each position's moves
     /// not yet known to lose), `compact` (1.125 bytes: a loss confirmed by generating the
     /// position's moves again; levels up to 61 seeds), or `auto`: fast where it fits the
-    /// memory available, compact where it does not. The files are the same.
+    /// memory available, compact where it does not (over MPI ranks: compact where any
+    /// rank's slice does not fit its share of its node). The files are the same.
     #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["fast", "compact", "auto"])]
     state: String,
     /// How a level reads the levels below: `random` (the levels a capture reaches held in
@@ -68,6 +69,15 @@ fn mpi_ranks() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
+/// The state `--state` names (`None`: auto).
+fn state_kind(name: &str) -> Option<StateKind> {
+    match name {
+        "fast" => Some(StateKind::Fast),
+        "compact" => Some(StateKind::Compact),
+        _ => None,
+    }
+}
+
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {
         #[cfg(feature = "mpi")]
@@ -89,11 +99,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         lower,
         pack,
     } = args;
-    let state = match state.as_str() {
-        "fast" => Some(StateKind::Fast),
-        "compact" => Some(StateKind::Compact),
-        _ => None,
-    };
+    let state = state_kind(&state);
     let reads = match lower.as_str() {
         "random" => Some(Reads::Random),
         "stream" => Some(Reads::Stream),
@@ -256,14 +262,14 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
             dir.display()
         );
         println!(
-            "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}",
+            "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}  state",
             "level", "positions", "slice", "seconds", "bytes sent", "peak RSS"
         );
     }
     let print = |r: &SliceReport| {
         if rank == 0 {
             println!(
-                "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}",
+                "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}  {}",
                 r.seeds,
                 group(r.positions),
                 group(r.slice),
@@ -273,7 +279,8 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
                     format!("{:.2}", r.seconds)
                 },
                 group(r.bytes_sent),
-                r.peak_rss.map_or("?".to_string(), awari::plan::bytes)
+                r.peak_rss.map_or("?".to_string(), awari::plan::bytes),
+                r.state.map_or("-", StateKind::name)
             );
         }
     };
@@ -283,6 +290,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         rules: args.db.rules,
         pits: args.db.pits,
         max_seeds: args.max_seeds,
+        state: state_kind(&args.state),
         check: !args.no_check,
         ranks_here: here,
         command: std::env::args().collect::<Vec<_>>().join(" "),

@@ -835,9 +835,45 @@ pub(crate) struct Work {
     checks: Vec<Check>,
     /// The same, queued during this batch.
     checks_ahead: Vec<Check>,
-    /// Updates for predecessors held by other ranks, per rank: the index with the child's
-    /// "won" in the top bit, 8 bytes little-endian (empty in a single process).
+    /// Messages for other ranks, per rank ([`message`]; empty in a single process).
     pub(crate) outbox: Vec<Vec<u8>>,
+}
+
+/// Where the backward pass puts what it finds: positions settled, checks to go on with
+/// after the next batch, messages for other ranks.
+struct Queues<'w> {
+    stack: &'w mut Vec<(u64, Board, bool)>,
+    checks: &'w mut Vec<Check>,
+    outbox: &'w mut Vec<Vec<u8>>,
+}
+
+impl Queues<'_> {
+    /// Puts message `word` in the outbox of rank `to`.
+    #[inline]
+    fn send(&mut self, to: usize, ranks: usize, word: u64) {
+        if self.outbox.len() < ranks {
+            self.outbox.resize(ranks, Vec::new());
+        }
+        self.outbox[to].extend_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// The messages of a distributed backward pass, 8 bytes little-endian each: the index of
+/// a position held by the receiver in the low [`message::INDEX_BITS`] bits, and what
+/// happened above them.
+pub(crate) mod message {
+    /// Bits of a position's index in a message: levels of a distributed build hold at
+    /// most `2^54` positions.
+    pub(crate) const INDEX_BITS: u32 = 54;
+    /// The index in a message.
+    pub(crate) const INDEX: u64 = (1 << INDEX_BITS) - 1;
+    /// Without [`CHECK`]: a child of the position settled, won for its side to move with
+    /// this bit, lost without. With it: the position is lost (every in-level child won).
+    pub(crate) const WON: u64 = 1 << 63;
+    /// Compact state: a check of whether the position (maybe another rank's) is lost,
+    /// going on at its child by the pit in bits 58..62, held by the receiver; bits 54..58
+    /// are the pit of a child known won (15: none).
+    pub(crate) const CHECK: u64 = 1 << 62;
 }
 
 /// A position of the compact state that is lost if all its in-level children are won
@@ -918,16 +954,7 @@ impl<const C: bool> Backward<'_, C> {
     /// ([`Backward::check`]); with no other child, it is lost now.
     #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn queue_check(
-        &self,
-        qi: u64,
-        code: i8,
-        board: Board,
-        skip: u8,
-        t: i8,
-        stack: &mut Vec<(u64, Board, bool)>,
-        checks: &mut Vec<Check>,
-    ) {
+    fn queue_check(&self, qi: u64, code: i8, board: Board, skip: u8, t: i8, out: &mut Queues) {
         let check = Check {
             qi,
             code,
@@ -936,37 +963,25 @@ impl<const C: bool> Backward<'_, C> {
             pit: 0,
             first: 0,
         };
-        self.next_child(&check, 0, t, stack, checks);
+        self.next_child(&check, 0, t, out);
     }
 
     /// Goes on with a check that [`Backward::queue_check`] queued, its child `first`
     /// prefetched a batch ago: if that child is won, on to the next one.
     #[inline]
-    fn check(
-        &self,
-        c: &Check,
-        t: i8,
-        stack: &mut Vec<(u64, Board, bool)>,
-        checks: &mut Vec<Check>,
-    ) {
+    fn check(&self, c: &Check, t: i8, out: &mut Queues) {
         if self.won(c.first) {
-            self.next_child(c, c.pit as usize + 1, t, stack, checks);
+            self.next_child(c, c.pit as usize + 1, t, out);
         }
     }
 
     /// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
-    /// prefetched and queued on `checks` for the batch after, so that no child's cache
+    /// prefetched and queued on the checks for the batch after, so that no child's cache
     /// miss is waited for; when none is left, every child is won, and the position is lost
-    /// at `t` and goes on `stack`.
+    /// at `t` and goes on the stack. In a distributed build, a child held by another rank
+    /// sends the check on to that rank, and a position lost there is told its owner.
     #[inline]
-    fn next_child(
-        &self,
-        c: &Check,
-        from: usize,
-        t: i8,
-        stack: &mut Vec<(u64, Board, bool)>,
-        checks: &mut Vec<Check>,
-    ) {
+    fn next_child(&self, c: &Check, from: usize, t: i8, out: &mut Queues) {
         let mut next = None;
         for_each_stay(&c.board, self.rules, from, |o, child| {
             if o as u8 == c.skip {
@@ -975,21 +990,41 @@ impl<const C: bool> Backward<'_, C> {
             next = Some((o, self.index.rank_in(child, self.n)));
             false
         });
+        let held = self.state.len() as u64;
         match next {
             Some((pit, ci)) => {
-                prefetch(self.state.exit((ci - self.base) as usize));
-                checks.push(Check {
-                    pit: pit as u8,
-                    first: ci,
-                    ..*c
-                });
+                let at = ci.wrapping_sub(self.base);
+                if at < held {
+                    prefetch(self.state.exit(at as usize));
+                    out.checks.push(Check {
+                        pit: pit as u8,
+                        first: ci,
+                        ..*c
+                    });
+                } else {
+                    let skip = if c.skip == NO_PIT { 15 } else { c.skip as u64 };
+                    let word = message::CHECK | (pit as u64) << 58 | skip << 54 | c.qi;
+                    out.send(self.owner(ci), self.ranks, word);
+                }
             }
             None => {
-                if self.settle((c.qi - self.base) as usize, c.code, -t) {
-                    stack.push((c.qi, c.board, false));
+                let at = c.qi.wrapping_sub(self.base);
+                if at < held {
+                    if self.settle(at as usize, c.code, -t) {
+                        out.stack.push((c.qi, c.board, false));
+                    }
+                } else {
+                    let word = message::CHECK | message::WON | c.qi;
+                    out.send(self.owner(c.qi), self.ranks, word);
                 }
             }
         }
+    }
+
+    /// The rank that holds position `i` of the level.
+    #[inline]
+    fn owner(&self, i: u64) -> usize {
+        owner(i, self.index.level_size(self.n), self.ranks)
     }
 
     /// Settles the positions of `range` (indices of the level, held here) that threshold
@@ -1029,15 +1064,8 @@ impl<const C: bool> Backward<'_, C> {
                 if C && !won {
                     // Compact: lost only if every in-level child is won by now.
                     let board = *self.index.seek(&mut cursor, i);
-                    self.queue_check(
-                        i,
-                        -t,
-                        board,
-                        NO_PIT,
-                        t,
-                        &mut work.stack,
-                        &mut work.checks_ahead,
-                    );
+                    let mut out = work.queues();
+                    self.queue_check(i, -t, board, NO_PIT, t, &mut out);
                 } else {
                     if !self.settle(at, v, v) {
                         continue;
@@ -1054,30 +1082,48 @@ impl<const C: bool> Backward<'_, C> {
         settled + self.drain(t, work)
     }
 
-    /// Applies updates that other ranks sent (entries of [`Work::outbox`] for this rank),
-    /// and everything they settle here in turn. Returns the positions handled.
-    pub(crate) fn apply(&self, t: i8, updates: &[u8], work: &mut Work) -> u64 {
+    /// Applies the messages that other ranks sent ([`message`]), and everything they settle
+    /// here in turn. Returns the positions handled.
+    pub(crate) fn apply(&self, t: i8, messages: &[u8], work: &mut Work) -> u64 {
         let mut settled = 0;
-        for batch in updates.chunks(8 * BACKWARD_BATCH) {
-            for u in batch.chunks_exact(8) {
-                let qi = u64::from_le_bytes(u.try_into().unwrap()) & !(1 << 63);
-                prefetch(self.state.exit((qi - self.base) as usize));
+        let word = |m: &[u8]| u64::from_le_bytes(m.try_into().unwrap());
+        for batch in messages.chunks(8 * BACKWARD_BATCH) {
+            for m in batch.chunks_exact(8) {
+                let x = word(m);
+                if x & message::CHECK == 0 {
+                    prefetch(self.state.exit(((x & message::INDEX) - self.base) as usize));
+                }
             }
-            for u in batch.chunks_exact(8) {
-                let x = u64::from_le_bytes(u.try_into().unwrap());
-                let qi = x & !(1 << 63);
+            for m in batch.chunks_exact(8) {
+                let x = word(m);
+                let qi = x & message::INDEX;
                 let (index, n) = (self.index, self.n);
-                let won = x >> 63 == 1;
                 let board = || index.unrank(n, qi);
-                self.update(
-                    qi,
-                    board,
-                    won,
-                    NO_PIT,
-                    t,
-                    &mut work.stack,
-                    &mut work.checks_ahead,
-                );
+                let won = x & message::WON != 0;
+                let mut out = work.queues();
+                if x & message::CHECK == 0 {
+                    self.update(qi, board, won, NO_PIT, t, &mut out);
+                } else if won {
+                    // Every in-level child of qi was found won: it is lost.
+                    let at = (qi - self.base) as usize;
+                    let code = self.state.exit(at).load(Relaxed) as i8;
+                    if self.settle(at, code, -t) {
+                        out.stack.push((qi, board(), false));
+                    }
+                } else {
+                    // A check of another rank's qi, at a child held here.
+                    let skip = (x >> 54 & 15) as u8;
+                    let c = Check {
+                        qi,
+                        // Read by `settle` only if qi is held here: a guess then.
+                        code: -t,
+                        board: board(),
+                        skip: if skip == 15 { NO_PIT } else { skip },
+                        pit: 0,
+                        first: 0,
+                    };
+                    self.next_child(&c, (x >> 58 & 15) as usize, t, &mut out);
+                }
             }
             settled += self.drain(t, work);
         }
@@ -1097,8 +1143,7 @@ impl<const C: bool> Backward<'_, C> {
         won: bool,
         o: u8,
         t: i8,
-        stack: &mut Vec<(u64, Board, bool)>,
-        checks: &mut Vec<Check>,
+        out: &mut Queues,
     ) {
         let at = (qi - self.base) as usize;
         if C {
@@ -1109,7 +1154,7 @@ impl<const C: bool> Backward<'_, C> {
             if !won {
                 // The child is lost for its side to move: q wins by moving there.
                 if self.settle(at, code, t) {
-                    stack.push((qi, board(), true));
+                    out.stack.push((qi, board(), true));
                 }
                 return;
             }
@@ -1138,7 +1183,7 @@ impl<const C: bool> Backward<'_, C> {
                     };
                     match cell.compare_exchange(code as u8, next as u8, SeqCst, Relaxed) {
                         Ok(_) if won == moves => {
-                            stack.push((qi, q, false));
+                            out.stack.push((qi, q, false));
                             return;
                         }
                         Ok(_) => return,
@@ -1152,10 +1197,10 @@ impl<const C: bool> Backward<'_, C> {
                         break;
                     }
                 }
-                self.queue_check(qi, code, q, o, t, stack, checks);
+                self.queue_check(qi, code, q, o, t, out);
                 return;
             }
-            self.queue_check(qi, code, board(), o, t, stack, checks);
+            self.queue_check(qi, code, board(), o, t, out);
             return;
         }
         let cell = self.state.count(at);
@@ -1165,7 +1210,7 @@ impl<const C: bool> Backward<'_, C> {
         if !won {
             // The child is lost for its side to move: q wins by moving there.
             if self.settle(at, 0, t) {
-                stack.push((qi, board(), true));
+                out.stack.push((qi, board(), true));
             }
             return;
         }
@@ -1183,7 +1228,7 @@ impl<const C: bool> Backward<'_, C> {
             // draw or a win by its exit).
             let b = self.state.exit(at).load(Relaxed) as i8;
             if b <= -t && self.settle(at, 0, -t) {
-                stack.push((qi, board(), false));
+                out.stack.push((qi, board(), false));
             }
         }
     }
@@ -1256,19 +1301,24 @@ impl<const C: bool> Backward<'_, C> {
                                 if outbox.len() < self.ranks {
                                     outbox.resize(self.ranks, Vec::new());
                                 }
-                                outbox[o]
-                                    .extend_from_slice(&(qi | (won as u64) << 63).to_le_bytes());
+                                let word = qi | if won { message::WON } else { 0 };
+                                outbox[o].extend_from_slice(&word.to_le_bytes());
                             }
                         }
                     },
                 );
             }
+            let mut out = Queues {
+                stack,
+                checks: checks_ahead,
+                outbox,
+            };
             for &(qi, q, won, o) in pending.iter() {
-                self.update(qi, || q, won, o, t, stack, checks_ahead);
+                self.update(qi, || q, won, o, t, &mut out);
             }
             // The checks queued a batch ago: their first children have had time to arrive.
             for c in checks.iter() {
-                self.check(c, t, stack, checks_ahead);
+                self.check(c, t, &mut out);
             }
             checks.clear();
             std::mem::swap(checks, checks_ahead);
@@ -1279,6 +1329,15 @@ impl<const C: bool> Backward<'_, C> {
 }
 
 impl Work {
+    /// The queues that settling a seed or a message fills.
+    fn queues(&mut self) -> Queues<'_> {
+        Queues {
+            stack: &mut self.stack,
+            checks: &mut self.checks_ahead,
+            outbox: &mut self.outbox,
+        }
+    }
+
     /// Appends another thread's outbox to this one.
     pub(crate) fn merge(&mut self, other: Vec<Vec<u8>>) {
         if self.outbox.len() < other.len() {

@@ -211,10 +211,17 @@ pub fn plan(
             let reach: u64 = (lowest_captured_level(p, n)..n.saturating_sub(1))
                 .map(|m| largest_slice(index.level_size(m), ranks))
                 .sum();
-            // A build over several ranks keeps the fast state and reads its slices of the
-            // lower levels as streams (DESIGN.md section 5.4).
+            let buffers = STREAM_BUFFER * machine.cores.max(1) as u64;
+            // A build over several ranks reads its slices of the lower levels as streams,
+            // with the fast state where a node holds it, else the compact one (DESIGN.md
+            // section 5.4).
             let chosen = if ranks > 1 {
-                (StateKind::Fast, Reads::Stream)
+                let fast = StateKind::Fast.bytes(slice) + buffers <= machine.memory;
+                if fast || n > COMPACT_MAX_SEEDS {
+                    (StateKind::Fast, Reads::Stream)
+                } else {
+                    (StateKind::Compact, Reads::Stream)
+                }
             } else {
                 way(
                     None,
@@ -228,11 +235,7 @@ pub fn plan(
             };
             let (state, reads) = chosen;
             let lower = if reads == Reads::Random { reach } else { 0 };
-            let buffers = if reads == Reads::Stream {
-                STREAM_BUFFER * machine.cores.max(1) as u64
-            } else {
-                0
-            };
+            let buffers = if reads == Reads::Stream { buffers } else { 0 };
             let mut level = LevelPlan {
                 seeds: n,
                 positions,
@@ -340,20 +343,28 @@ pub fn check_level_fits(
 }
 
 /// Refuses to start level `n` of a distributed build on this rank when its slice of
-/// `slice` positions does not fit: the solver state against this node's free memory
-/// shared by the `here` ranks on it, and the slice file against the free disk under `dir`.
-pub fn check_slice_fits(dir: &Path, n: usize, slice: u64, here: usize) -> Result<()> {
-    let state = STATE_BYTES * slice;
+/// `slice` positions does not fit: the solver state `kind` against this node's free
+/// memory shared by the `here` ranks on it, and the slice file against the free disk
+/// under `dir`.
+pub fn check_slice_fits(
+    dir: &Path,
+    n: usize,
+    slice: u64,
+    kind: StateKind,
+    here: usize,
+) -> Result<()> {
+    let state = kind.bytes(slice);
     if let Some(free) = memory_available() {
         let share = free / here.max(1) as u64;
         if state > share {
             return Err(Error::Resources(format!(
-                "level {n}: this rank's slice ({} positions) needs {} of solver memory, and \
-                 {} is free for each of the {here} rank(s) on this node: use more nodes or \
+                "level {n}: this rank's slice ({} positions) needs {} of solver memory ({} \
+                 state), and {} is free for each of the {here} rank(s) on this node: use more nodes or \
                  fewer ranks per node (`awari plan --max-seeds {n} --nodes R`); `--no-check` \
                  starts it anyway",
                 group(slice),
                 bytes(state),
+                kind.name(),
                 bytes(share)
             )));
         }
@@ -515,6 +526,16 @@ mod tests {
         assert_eq!(p[48].state, 2 * slice + slice.div_ceil(64) * 8);
         assert_eq!(p[48].lower, 0);
         assert!(p.iter().all(|l| l.fits_memory(&sixteen)));
+        // Nodes that hold a slice's compact state but not its fast one: compact there.
+        let small = Machine {
+            memory: 20 << 30,
+            ..sixteen
+        };
+        let p = plan(&index, 48, &small, 2.0, None);
+        assert_eq!(p[48].way, Some((StateKind::Compact, Reads::Stream)));
+        assert_eq!(p[48].state, slice + slice.div_ceil(64) * 8);
+        assert_eq!(p[40].way, Some((StateKind::Fast, Reads::Stream)));
+        assert!(p.iter().all(|l| l.fits_memory(&small)));
         let tiny = Machine {
             memory: 1 << 30,
             ..sixteen
@@ -523,9 +544,10 @@ mod tests {
             .iter()
             .find(|l| !l.fits_memory(&tiny))
             .map(|l| l.seeds);
-        // Level 33 (a slice of 404.1 million positions) needs 0.88 GB a rank with its
-        // stream buffers, under 1 GiB; level 34 (a slice of 529.7 million) 1.14 GB.
-        assert_eq!(first_too_big, Some(34));
+        // With the compact state, level 36 (a slice of 891.1 million positions) needs 1.00
+        // GB a rank besides its stream buffers, under 1 GiB; level 37 (a slice of 1,144.7
+        // million) 1.29 GB.
+        assert_eq!(first_too_big, Some(37));
     }
 
     #[test]

@@ -1,0 +1,338 @@
+//! A distributed build of many levels: each rank solves its slice of every level with the
+//! engine and keeps it in a slice file; a rerun keeps the levels complete on every rank.
+
+use crate::db::layout::{slice, Expect};
+use crate::db::lock::DirLock;
+use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
+use crate::error::Error;
+use crate::game::index::Index;
+use crate::game::rules::Rules;
+use crate::solve::dist::{solve_slice, Comm, LowerSlices};
+use crate::solve::level::{message, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::plan::check_slice_fits;
+use crate::util::memory_available;
+
+/// One level of a distributed build, as this rank saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct SliceReport {
+    /// The level.
+    pub seeds: usize,
+    /// Positions of the whole level.
+    pub positions: u64,
+    /// Positions of this rank's slice.
+    pub slice: u64,
+    /// Found complete on every rank, not rebuilt.
+    pub kept: bool,
+    /// The solver state it was built with (`None` if kept).
+    pub state: Option<StateKind>,
+    /// Wall time of the level.
+    pub seconds: f64,
+    /// Bytes this rank sent for the level.
+    pub bytes_sent: u64,
+    /// This rank's peak resident memory so far, where the system says.
+    pub peak_rss: Option<u64>,
+}
+
+/// What a rank of a distributed build builds, and where.
+#[derive(Clone, Debug)]
+pub struct DistOptions {
+    /// This rank's database folder (its own, or one shared by the ranks).
+    pub dir: std::path::PathBuf,
+    /// The rule set.
+    pub rules: Rules,
+    /// Pits per side.
+    pub pits: usize,
+    /// The highest level to build.
+    pub max_seeds: usize,
+    /// The solver state of every level; `None`: the fast state where every rank's slice
+    /// fits its share of its node's free memory, else the compact one (levels of at most
+    /// [`COMPACT_MAX_SEEDS`] seeds).
+    pub state: Option<StateKind>,
+    /// Check before each level that this rank's slice fits its share of the node's free
+    /// memory and the free disk under `dir`, and stop every rank if one does not.
+    pub check: bool,
+    /// Ranks running on this rank's node, which share its memory.
+    pub ranks_here: usize,
+    /// The command, for the lock file (what a second build into the folder is told).
+    pub command: String,
+}
+
+/// Builds levels `0..=max_seeds` of the database `rules`-`pits` over the ranks of
+/// `comm`, this rank keeping its slices in `opts.dir`. A level whose slices are complete
+/// on every rank is kept; any other is built again by all. Slices of a build over
+/// another number of ranks in the folder are refused before anything is done, and so is
+/// a folder where another build holds this rank's lock.
+pub fn build_slices<M: Comm>(
+    comm: &M,
+    opts: &DistOptions,
+    mut report: impl FnMut(&SliceReport),
+) -> crate::error::Result<Vec<SliceReport>> {
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let DistOptions {
+        dir,
+        rules,
+        pits,
+        max_seeds,
+        ..
+    } = opts;
+    let (dir, rules, pits, max_seeds) = (dir.as_path(), *rules, *pits, *max_seeds);
+    let index = Index::new(pits, max_seeds)?;
+    if opts.state == Some(StateKind::Compact) && max_seeds > COMPACT_MAX_SEEDS {
+        return Err(Error::Input(format!(
+            "the compact state holds levels of at most {COMPACT_MAX_SEEDS} seeds, and this build \
+             goes to {max_seeds}: use --state fast or auto"
+        )));
+    }
+    if index.level_size(max_seeds) > message::INDEX {
+        return Err(Error::Input(format!(
+            "level {max_seeds} of {pits} pits per side holds {} positions, more than a build \
+             over ranks can index (2^{})",
+            index.level_size(max_seeds),
+            message::INDEX_BITS
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    // Every rank learns whether all could start, so that all stop alike.
+    let together = |mine: crate::error::Result<()>, what: &str| {
+        let failed = comm.sum(mine.is_err() as u64);
+        match mine {
+            Err(e) => Err(e),
+            Ok(()) if failed > 0 => Err(Error::Input(format!(
+                "{failed} other rank(s) {what}; their lines say why"
+            ))),
+            Ok(()) => Ok(()),
+        }
+    };
+    let what = format!("rank {rank} of {ranks}: {}", opts.command);
+    let (_lock, locked) = match DirLock::acquire_rank(dir, rank, &what) {
+        Ok(lock) => (Some(lock), Ok(())),
+        Err(e) => (None, Err(e)),
+    };
+    together(locked, "found their folder held by another build")?;
+    // Slices of another partition would be read as this one's: refuse them, on every
+    // rank at once.
+    let foreign = list_slices(dir)?.into_iter().find(|&(_, _, r)| r != ranks);
+    together(
+        match foreign {
+            Some((n, r, rs)) => Err(Error::Input(format!(
+                "{} holds slices of a build over {rs} ranks (level {n}, rank {r}); this build has {ranks}: use another folder, or run with {rs} ranks",
+                dir.display()
+            ))),
+            None => Ok(()),
+        },
+        "found slices of a build over another number of ranks",
+    )?;
+    // A slice of another database (copied or moved in) would be overwritten: refuse it.
+    let other = list_slices(dir)?.into_iter().find_map(|(n, r, rs)| {
+        let path = slice_path(dir, n, r, rs);
+        let h = SliceHeader::read(&path).ok()?;
+        (h.rules != rules || h.pits != pits).then_some((path, h))
+    });
+    together(
+        match other {
+            Some((path, h)) => Err(Error::Input(format!(
+                "{} is a slice of the {}-{} database, and this build is {rules}-{pits}: move it away",
+                path.display(),
+                h.rules,
+                h.pits
+            ))),
+            None => Ok(()),
+        },
+        "found slices of another database in their folder",
+    )?;
+    let mut done: Vec<SliceLevel> = Vec::new();
+    let mut starts = Vec::new();
+    let mut reports = Vec::new();
+    for n in 0..=max_seeds {
+        let t0 = std::time::Instant::now();
+        let sent0 = comm.bytes_sent();
+        let expect = Expect::level(rules, &index, n);
+        let range = slice(expect.positions, ranks, rank);
+        let path = slice_path(dir, n, rank, ranks);
+        let found = SliceLevel::open(&path, &expect, rank, ranks, range.clone()).ok();
+        let mut state = None;
+        let everywhere = comm.sum(found.is_some() as u64) == ranks as u64;
+        let level = match found {
+            Some(level) if everywhere => level,
+            _ => {
+                let held = range.end - range.start;
+                let kind = match opts.state {
+                    Some(kind) => kind,
+                    // Every rank votes, so that all use the same state.
+                    None => {
+                        let share = memory_available().map(|m| m / opts.ranks_here.max(1) as u64);
+                        let short = share.is_some_and(|s| StateKind::Fast.bytes(held) > s);
+                        let compact = n <= COMPACT_MAX_SEEDS && comm.sum(short as u64) > 0;
+                        if compact {
+                            StateKind::Compact
+                        } else {
+                            StateKind::Fast
+                        }
+                    }
+                };
+                state = Some(kind);
+                let fits = if opts.check {
+                    check_slice_fits(dir, n, held, kind, opts.ranks_here)
+                } else {
+                    Ok(())
+                };
+                together(fits, &format!("lack the memory or disk for level {n}"))?;
+                let lower = LowerSlices {
+                    values: done.iter().map(|s| s.bytes()).collect(),
+                    starts: starts.clone(),
+                };
+                solve_slice(comm, rules, &index, n, kind, &lower, |values| {
+                    write_slice(
+                        &path,
+                        rules,
+                        pits,
+                        n,
+                        expect.positions,
+                        rank,
+                        ranks,
+                        range.clone(),
+                        values,
+                    )
+                })?;
+                // The stream read the slices below: let their pages go.
+                done.iter().for_each(SliceLevel::release);
+                SliceLevel::open(&path, &expect, rank, ranks, range.clone())?
+            }
+        };
+        let r = SliceReport {
+            seeds: n,
+            positions: expect.positions,
+            slice: range.end - range.start,
+            kept: everywhere,
+            state,
+            seconds: t0.elapsed().as_secs_f64(),
+            bytes_sent: comm.bytes_sent() - sent0,
+            peak_rss: crate::util::peak_rss(),
+        };
+        report(&r);
+        reports.push(r);
+        starts.push(range.start);
+        done.push(level);
+    }
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solve::dist::local::LocalComm;
+
+    #[test]
+    fn slices_on_disk_gather_into_the_single_process_levels() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (rules, pits, top) = (Rules::Oware, 4, 14);
+        let single = tmp.path().join("single");
+        crate::solve::build::build(
+            &crate::solve::build::BuildOptions {
+                root: single.clone(),
+                rules,
+                pits,
+                max_seeds: top,
+                force: false,
+                check: true,
+                progress: false,
+                spill_from: crate::solve::build::SPILL_FROM,
+                state: None,
+                reads: None,
+                pack: false,
+            },
+            |_| {},
+            |_| {},
+        )
+        .unwrap();
+        let db = |root: &std::path::Path| crate::db::layout::db_dir(root, rules, pits);
+        let rank_dir = |r: usize| db(&tmp.path().join(format!("rank{r}")));
+        let run = |ranks: usize,
+                   state: Option<StateKind>|
+         -> Vec<crate::error::Result<Vec<SliceReport>>> {
+            let comms = LocalComm::group(ranks);
+            std::thread::scope(|s| {
+                let handles: Vec<_> = comms
+                    .iter()
+                    .map(|comm| {
+                        let dir = rank_dir(comm.rank());
+                        let opts = DistOptions {
+                            dir,
+                            rules,
+                            pits,
+                            max_seeds: top,
+                            state,
+                            check: true,
+                            ranks_here: ranks,
+                            command: "test".into(),
+                        };
+                        s.spawn(move || build_slices(comm, &opts, |_| {}))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            })
+        };
+        // Built with the compact state: the same files.
+        for r in run(3, Some(StateKind::Compact)) {
+            assert!(r
+                .unwrap()
+                .iter()
+                .all(|l| !l.kept && l.state == Some(StateKind::Compact)));
+        }
+        // Each rank's folder holds its slices only.
+        for r in 0..3 {
+            let names = crate::db::slice::list_slices(&rank_dir(r)).unwrap();
+            assert_eq!(names.len(), top + 1);
+            assert!(names
+                .iter()
+                .all(|&(_, rank, ranks)| rank == r && ranks == 3));
+        }
+        let out = db(&tmp.path().join("out"));
+        let index = Index::new(pits, top).unwrap();
+        let from: Vec<_> = (0..3).map(rank_dir).collect();
+        let levels = crate::db::slice::gather(&from, &out, &index, rules).unwrap();
+        assert_eq!(levels, (0..=top).collect::<Vec<_>>());
+        for n in 0..=top {
+            let a = std::fs::read(crate::db::layout::level_path(&out, n)).unwrap();
+            let b = std::fs::read(crate::db::layout::level_path(&db(&single), n)).unwrap();
+            assert!(a == b, "level {n} gathered differs from the single build");
+        }
+        std::fs::remove_file(crate::db::slice::slice_path(&rank_dir(1), 9, 1, 3)).unwrap();
+        // A lost slice is rebuilt by a rerun (the fast state, where it fits), the rest kept.
+        for r in run(3, None) {
+            let r = r.unwrap();
+            assert!(r[..9].iter().all(|l| l.kept) && !r[9].kept && r[10].kept);
+            assert_eq!(r[9].state, Some(StateKind::Fast));
+        }
+        let again = db(&tmp.path().join("again"));
+        crate::db::slice::gather(&from, &again, &index, rules).unwrap();
+        let level = |d: &std::path::Path| std::fs::read(crate::db::layout::level_path(d, 9));
+        assert!(level(&again).unwrap() == level(&db(&single)).unwrap());
+        // A rank whose folder another build holds stops, and every rank with it.
+        let held =
+            crate::db::lock::DirLock::acquire_rank(&rank_dir(1), 1, "the other job").unwrap();
+        let said: Vec<String> = run(3, None)
+            .into_iter()
+            .map(|r| r.unwrap_err().to_string())
+            .collect();
+        assert!(
+            said[1].contains("in use by another process") && said[1].contains("the other job"),
+            "{}",
+            said[1]
+        );
+        assert!(
+            said[0].contains("1 other rank(s) found their folder held"),
+            "{}",
+            said[0]
+        );
+        drop(held);
+        // Another number of ranks over these slices is refused, on every rank.
+        for r in run(2, None) {
+            let e = r.unwrap_err().to_string();
+            assert!(
+                e.contains("over 3 ranks") || e.contains("another number"),
+                "{e}"
+            );
+        }
+    }
+}

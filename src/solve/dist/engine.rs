@@ -1,0 +1,321 @@
+//! The engine of a distributed build: one level's slice on one rank, its forward pass
+//! streaming the lower levels' slices, its backward pass in rounds (the module above says
+//! how).
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use crate::db::layout::{largest_slice, owner, slice};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
+use crate::game::scan::{lowest_captured_level, scan_uncaptures};
+use crate::solve::dist::Comm;
+use crate::solve::level::{
+    message, threshold_bit, Backward, State, StateKind, Work, CHUNK, COMPACT_MAX_SEEDS,
+};
+use crate::util::prefetch;
+
+/// Lower positions a rank streams per forward round: bounds the updates it sends in a
+/// round. (Small in the unit tests, so that their small levels take many rounds.)
+pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
+
+/// Positions per rank whose seeds are settled in one backward round: bounds the outboxes
+/// of a round.
+pub const SEGMENT: u64 = if cfg!(test) { 1 << 13 } else { 1 << 22 };
+
+/// This rank's slices of the finished levels: `values[m]` holds the indices
+/// `starts[m]..` of level `m`.
+pub struct LowerSlices<'a> {
+    /// The values of this rank's slice of each level below.
+    pub values: Vec<&'a [u8]>,
+    /// Where each slice starts in its level.
+    pub starts: Vec<u64>,
+}
+
+/// Solves this rank's slice of level `n` with the solver state `kind` and the threads of
+/// the current rayon pool, and calls `f` with its values in index order. Every rank must
+/// use the same kind.
+///
+/// # Panics
+/// If the level holds `2^54` positions or more (more than a message can index), or the
+/// compact state is asked for a level of more than
+/// [`COMPACT_MAX_SEEDS`](crate::solve::level::COMPACT_MAX_SEEDS) seeds;
+/// [`build_slices`](super::build_slices) refuses both first.
+pub fn solve_slice<M: Comm, T>(
+    comm: &M,
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    kind: StateKind,
+    lower: &LowerSlices,
+    f: impl FnOnce(&[u8]) -> T,
+) -> T {
+    assert!(
+        index.level_size(n) <= message::INDEX,
+        "level {n} is too large for messages"
+    );
+    match kind {
+        StateKind::Fast => solve_with::<false, M, T>(comm, rules, index, n, lower, f),
+        StateKind::Compact => {
+            assert!(
+                n <= COMPACT_MAX_SEEDS,
+                "the compact state holds at most {COMPACT_MAX_SEEDS} seeds"
+            );
+            solve_with::<true, M, T>(comm, rules, index, n, lower, f)
+        }
+    }
+}
+
+/// [`solve_slice`] with the fast (`C = false`) or the compact state.
+fn solve_with<const C: bool, M: Comm, T>(
+    comm: &M,
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    lower: &LowerSlices,
+    f: impl FnOnce(&[u8]) -> T,
+) -> T {
+    let ranks = comm.size();
+    let size = index.level_size(n);
+    let mine = slice(size, ranks, comm.rank());
+    let mut state = State::<C>::new(mine.end - mine.start);
+    forward(comm, rules, index, n, lower, &mine, &state);
+    // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
+    // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
+    let mask = state.survey(0..state.len());
+    let masks = comm.exchange(vec![mask.to_le_bytes().to_vec(); ranks]);
+    let needed = |t: i8| {
+        masks
+            .parts()
+            .any(|m| u64::from_le_bytes(m.try_into().unwrap()) & threshold_bit(t) != 0)
+    };
+    let back = Backward {
+        rules,
+        index,
+        n,
+        state: &state,
+        base: mine.start,
+        ranks,
+    };
+    for t in (1..=n as i8).rev() {
+        if needed(t) {
+            threshold(comm, &back, &mine, t);
+        }
+    }
+    f(state.finish())
+}
+
+/// The forward pass of this rank's slice, with the lower levels read as streams: first
+/// the own moves of its positions (game ends, forced moves, in-level moves counted), then,
+/// in rounds, a piece of [`ROUND`] positions of its slices of the lower levels a capture
+/// reaches: each position hands its value to its parents by un-captures, raising the best
+/// exit of those held here at once and sending the others to their owners (8 bytes each:
+/// the index, and the value in the top byte), one message per destination and round. The
+/// rounds are the same on every rank: every rank knows every slice.
+fn forward<const C: bool, M: Comm>(
+    comm: &M,
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    lower: &LowerSlices,
+    mine: &Range<u64>,
+    state: &State<C>,
+) {
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let size = index.level_size(n);
+    state.own_moves(rules, index, n, mine.clone(), mine.start, |_| {});
+    // The pieces of each rank's slices of the lower levels, level by level.
+    let levels = lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
+    let pieces = |r: usize| -> Vec<(usize, Range<u64>)> {
+        levels
+            .clone()
+            .flat_map(|m| {
+                let part = slice(index.level_size(m), ranks, r);
+                (part.start..part.end)
+                    .step_by(ROUND as usize)
+                    .map(move |a| (m, a..(a + ROUND).min(part.end)))
+            })
+            .collect()
+    };
+    let rounds = (0..ranks).map(|r| pieces(r).len()).max().unwrap_or(0);
+    let mut mine_pieces = pieces(rank).into_iter();
+    for _ in 0..rounds {
+        let outbox: Vec<Vec<u8>> = match mine_pieces.next() {
+            Some((m, piece)) => {
+                let values = lower.values[m];
+                let base = lower.starts[m];
+                let sent: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); ranks]);
+                (piece.start..piece.end)
+                    .step_by(CHUNK as usize)
+                    .collect::<Vec<_>>()
+                    .into_par_iter()
+                    .for_each(|start| {
+                        let end = (start + CHUNK).min(piece.end);
+                        let mut out = vec![Vec::new(); ranks];
+                        let held = |qi: u64| mine.contains(&qi);
+                        scan_uncaptures(
+                            rules,
+                            index,
+                            n,
+                            m,
+                            start,
+                            &values[(start - base) as usize..(end - base) as usize],
+                            |qi| {
+                                if held(qi) {
+                                    prefetch(state.exit((qi - mine.start) as usize));
+                                }
+                            },
+                            |qi, x, _| {
+                                if held(qi) {
+                                    state.raise((qi - mine.start) as usize, x);
+                                } else {
+                                    let word = qi | ((x as u8 as u64) << 56);
+                                    out[owner(qi, size, ranks)]
+                                        .extend_from_slice(&word.to_le_bytes());
+                                }
+                            },
+                        );
+                        let mut sent = sent.lock().unwrap();
+                        for (to, part) in sent.iter_mut().zip(out) {
+                            to.extend_from_slice(&part);
+                        }
+                    });
+                sent.into_inner().unwrap()
+            }
+            None => vec![Vec::new(); ranks],
+        };
+        let got = comm.exchange(outbox);
+        got.bytes().par_chunks(8 * CHUNK as usize).for_each(|part| {
+            for w in part.chunks_exact(8) {
+                let word = u64::from_le_bytes(w.try_into().unwrap());
+                let qi = word & ((1 << 56) - 1);
+                state.raise((qi - mine.start) as usize, (word >> 56) as u8 as i8);
+            }
+        });
+    }
+}
+
+/// The backward pass of threshold `t` over this rank's slice, in rounds until no rank
+/// has anything left to send.
+fn threshold<const C: bool, M: Comm>(comm: &M, back: &Backward<C>, mine: &Range<u64>, t: i8) {
+    let ranks = comm.size();
+    let segments = largest_slice(back.index.level_size(back.n), ranks).div_ceil(SEGMENT);
+    // The outboxes of the round, filled by the tasks as they end.
+    let sink: Mutex<Work> = Mutex::new(Work::default());
+    let flush = |work: &mut Work| {
+        if work.outbox.iter().any(|b| !b.is_empty()) {
+            sink.lock().unwrap().merge(std::mem::take(&mut work.outbox));
+        }
+    };
+    let mut round = 0;
+    loop {
+        if round < segments {
+            let lo = (mine.start + round * SEGMENT).min(mine.end);
+            let hi = (lo + SEGMENT).min(mine.end);
+            (0..(hi - lo).div_ceil(CHUNK))
+                .into_par_iter()
+                .for_each_init(Work::default, |work, c| {
+                    let start = lo + c * CHUNK;
+                    back.seed_range(t, start..(start + CHUNK).min(hi), work);
+                    flush(work);
+                });
+        }
+        let mut outbox = std::mem::take(&mut sink.lock().unwrap().outbox);
+        outbox.resize(ranks, Vec::new());
+        let sent: u64 = outbox.iter().map(|b| b.len() as u64 / 8).sum();
+        // Every rank knows `segments`, so all ask for the sum in the same rounds.
+        if round + 1 >= segments && comm.sum(sent) == 0 {
+            return;
+        }
+        let got = comm.exchange(outbox);
+        // Every part is whole 8-byte messages, so the buffer cuts anywhere on 8 bytes.
+        got.bytes()
+            .par_chunks(8 * CHUNK as usize)
+            .for_each_init(Work::default, |work, updates| {
+                back.apply(t, updates, work);
+                flush(work);
+            });
+        round += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solve::dist::local::LocalComm;
+
+    /// Every level `0..=top` solved by `ranks` threads as ranks, each level's slices
+    /// concatenated.
+    fn solve_distributed(
+        rules: Rules,
+        pits: usize,
+        top: usize,
+        ranks: usize,
+        kind: StateKind,
+    ) -> Vec<Vec<u8>> {
+        let index = Index::new(pits, top).unwrap();
+        let comms = LocalComm::group(ranks);
+        let slices: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = comms
+                .iter()
+                .map(|comm| {
+                    let index = &index;
+                    s.spawn(move || {
+                        let mut mine: Vec<Vec<u8>> = Vec::new();
+                        let mut starts = Vec::new();
+                        for n in 0..=top {
+                            let lower = LowerSlices {
+                                values: mine.iter().map(|v| v.as_slice()).collect(),
+                                starts: starts.clone(),
+                            };
+                            let values =
+                                solve_slice(comm, rules, index, n, kind, &lower, |v| v.to_vec());
+                            starts.push(slice(index.level_size(n), ranks, comm.rank()).start);
+                            mine.push(values);
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        (0..=top)
+            .map(|n| slices.iter().flat_map(|s| s[n].iter().copied()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn owners_match_the_slices() {
+        for (size, ranks) in [(10u64, 3usize), (1, 1), (7, 7), (100, 6), (5, 8)] {
+            for r in 0..ranks {
+                for i in slice(size, ranks, r) {
+                    assert_eq!(owner(i, size, ranks), r, "{i} of {size} on {ranks}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn slices_over_ranks_are_the_single_process_levels() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (pits, top) in [(6, 11), (4, 16), (3, 14)] {
+                let index = Index::new(pits, top).unwrap();
+                let truth = crate::solve::level::solve_in_memory(rules, &index, top);
+                for ranks in [1, 2, 3] {
+                    for kind in [StateKind::Fast, StateKind::Compact] {
+                        let got = solve_distributed(rules, pits, top, ranks, kind);
+                        for n in 0..=top {
+                            assert!(
+                                got[n] == truth[n],
+                                "{rules} P={pits} level {n} on {ranks} ranks, {} state, differs",
+                                kind.name()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Solving a level over `R` ranks that each hold one slice of it (DESIGN.md section 5.4),
+//! talking only through a [`Comm`]: MPI on a cluster, threads in the tests. The
+//! algorithm is section 5's, in bulk-synchronous rounds, with the rank's rayon threads
+//! working inside each round (only the calling thread talks to the other ranks):
+//!
+//! - forward pass: a rank goes over its own positions' moves (game ends, forced moves,
+//!   in-level moves counted by the fast state), then, in rounds of [`ROUND`] positions, streams its slices
+//!   of the lower levels a capture reaches: each position hands its value to its parents
+//!   by un-captures, raising those it holds at once and sending the others to their
+//!   owners (one message per destination and round), which raise them when they arrive;
+//! - backward pass, one threshold `t` at a time, in rounds: a rank settles the seeds of
+//!   one segment of its slice (the first [`SEGMENT`] rounds) and drains the cascade
+//!   they start among its own positions (the single-process solver's code, with its
+//!   threads); an update for a predecessor owned by another rank goes to that rank's
+//!   outbox; then every rank exchanges its outboxes and applies what it got, which may
+//!   start new cascades. With the compact state, a check of whether a position is lost
+//!   (are all its in-level children won?) that reaches a child another rank holds goes
+//!   on there, as a message, and so on from child to child; the last rank tells the
+//!   position's owner that it is lost. The threshold is done, once every segment is
+//!   seeded, when a round sends nothing anywhere: a global sum of the messages sent,
+//!   equal on every rank, so all ranks stop together and no update is lost or late.
+//!
+//! The pieces: the engine (one level's slice, [`solve_slice`]), the build of many
+//! levels into slice files ([`build_slices`]), and two ways for ranks to talk: MPI
+//! ([`mpi_comm`], with the `mpi` feature) and threads standing for ranks ([`local`]).
+//!
+//! The values settled do not depend on the order (section 5.2), so the slices are those
+//! of the single-process build, whatever `R` and the threads of each rank.
+
+mod build;
+mod engine;
+pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi_comm;
+
+pub use build::{build_slices, DistOptions, SliceReport};
+pub use engine::{solve_slice, LowerSlices, ROUND, SEGMENT};
+
+/// What a rank needs of the others: a personalised all-to-all and global sums, all
+/// collective (every rank calls them in the same order).
+pub trait Comm {
+    /// This rank.
+    fn rank(&self) -> usize;
+    /// Ranks in all.
+    fn size(&self) -> usize;
+    /// Sends `send[s]` to rank `s`; returns what each rank sent to this one.
+    fn exchange(&self, send: Vec<Vec<u8>>) -> Mail;
+    /// The sum of `x` over all ranks.
+    fn sum(&self, x: u64) -> u64;
+    /// Bytes this rank has sent so far (for the report).
+    fn bytes_sent(&self) -> u64;
+}
+
+/// What the ranks sent to this one in an exchange, one after another in rank order in
+/// one buffer (so that it is received without a copy per rank).
+pub struct Mail {
+    bytes: Vec<u8>,
+    /// Where each rank's part starts in `bytes`, and the end.
+    starts: Vec<usize>,
+}
+
+impl Mail {
+    /// The parts of `parts[r]` from rank `r`.
+    pub fn from_parts(parts: Vec<Vec<u8>>) -> Mail {
+        let mut starts = vec![0];
+        for p in &parts {
+            starts.push(starts.last().unwrap() + p.len());
+        }
+        Mail {
+            bytes: parts.concat(),
+            starts,
+        }
+    }
+
+    /// A buffer of `len` bytes to receive into, with the parts' starts.
+    pub fn with_starts(bytes: Vec<u8>, starts: Vec<usize>) -> Mail {
+        assert_eq!(starts.last().copied(), Some(bytes.len()));
+        Mail { bytes, starts }
+    }
+
+    /// What rank `r` sent.
+    pub fn from(&self, r: usize) -> &[u8] {
+        &self.bytes[self.starts[r]..self.starts[r + 1]]
+    }
+
+    /// What each rank sent, in rank order.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        self.starts.windows(2).map(|w| &self.bytes[w[0]..w[1]])
+    }
+
+    /// Everything received, the ranks' parts one after another.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
