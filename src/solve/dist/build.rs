@@ -46,7 +46,7 @@ pub struct DistOptions {
     pub max_seeds: usize,
     /// The solver state of every level; `None`: the fast state where every rank's slice
     /// fits its share of its node's free memory, else the compact one (levels of at most
-    /// [`COMPACT_MAX_SEEDS`] seeds).
+    /// 61 seeds).
     pub state: Option<StateKind>,
     /// Check before each level that this rank's slice fits its share of the node's free
     /// memory and the free disk under `dir`, and stop every rank if one does not.
