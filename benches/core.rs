@@ -13,8 +13,11 @@
 
 use std::hint::black_box;
 
-use awari::rules::{for_each_exit, for_each_unmove, for_each_unmove_near, legal_moves, Exits};
-use awari::{Board, Index, RankBase, Rules};
+use awari::expert::rules::{
+    for_each_exit, for_each_unmove, for_each_unmove_near, legal_moves, Exits,
+};
+use awari::expert::{Board, Index, RankBase};
+use awari::Rules;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 /// Pits per side.

@@ -1,11 +1,14 @@
 //! The errors of the library: each says what went wrong, with which file, and where it
 //! can, what to do next. One cause chain: [`Error::Context`] wraps an error with what
-//! was being done; [`std::error::Error::source`] walks down to the first cause.
+//! was being done; [`std::error::Error::source`] walks down to the first cause. Each
+//! error's message leaves its source out (the chain prints each cause once);
+//! [`Error::one_line`] prints the whole chain.
 
 use std::path::PathBuf;
 
 /// Everything that can go wrong in the library.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A level that a query, build or reader needs is not in the database folder.
     #[error(
@@ -25,15 +28,15 @@ pub enum Error {
     },
     /// A file exists but is not what it should be: damaged, truncated, unfinished, of
     /// another database or of another format.
-    #[error("{path}: {problem}")]
+    #[error("{}: {problem}", path.display())]
     Format {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
         problem: String,
     },
-    /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
+    /// Reading or writing a file failed: the file here, what the OS said as the source.
+    #[error("{}", path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
@@ -41,8 +44,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// zstd failed to compress or decompress a block of a packed level.
-    #[error("{path}: zstd: {source}")]
+    /// zstd failed to compress or decompress a block of a packed level (what zstd said
+    /// is the source).
+    #[error("{}: zstd", path.display())]
     Compression {
         /// The packed level.
         path: PathBuf,
@@ -117,12 +121,17 @@ impl Error {
         }
     }
 
-    /// The whole chain in one line: each context, then the first cause.
+    /// The whole chain in one line: each context, then the first cause and what the
+    /// system said of it.
     pub fn one_line(&self) -> String {
-        match self {
-            Error::Context { context, source } => format!("{context}: {}", source.one_line()),
-            e => e.to_string(),
+        let mut line = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            line += ": ";
+            line += &c.to_string();
+            cause = c.source();
         }
+        line
     }
 }
 
@@ -139,7 +148,11 @@ mod tests {
         assert_eq!(e.to_string(), "reading level 3");
         assert_eq!(e.one_line(), "reading level 3: a/b: boom");
         assert!(matches!(e.root(), Error::Io { .. }));
+        // Each cause once down the chain.
         let source = std::error::Error::source(&e).expect("a source");
-        assert_eq!(source.to_string(), "a/b: boom");
+        assert_eq!(source.to_string(), "a/b");
+        let os = source.source().expect("the OS's word");
+        assert_eq!(os.to_string(), "boom");
+        assert!(os.source().is_none());
     }
 }

@@ -94,14 +94,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            let mut msg = format!("{e}");
-            for cause in e.chain().skip(1).map(|c| c.to_string()) {
-                // Library errors print their source themselves; say it once.
-                if !msg.ends_with(&cause) {
-                    msg += &format!(": {cause}");
-                }
-            }
-            eprintln!("error: {msg}");
+            // Every error prints its own part only: the chain says each cause once.
+            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("error: {}", msg.join(": "));
             ExitCode::FAILURE
         }
     }

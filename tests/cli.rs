@@ -820,13 +820,17 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
     assert_eq!(row(&out, 16)[1], "12,685,179");
     assert!(out.contains("every level fits"), "{out}");
     assert!(out.contains("2000000 positions/s/thread"), "{out}");
-    // 8 GB nodes: level 43 (73,127,652,312 positions, 9.7 GB a node) is the first too big.
+    // 8 GB nodes: the fast state up to level 42, the compact one from level 43 (73.1
+    // billion positions, 5.2 GB a node); level 46 (9.6 GB a node even compact) is the
+    // first too big.
     let out = run("8");
-    assert_eq!(row(&out, 42).last().unwrap(), "yes", "{out}");
-    assert_eq!(row(&out, 43).last().unwrap(), "memory", "{out}");
+    assert_eq!(row(&out, 42)[2], "fast/stream", "{out}");
+    assert_eq!(row(&out, 43)[2], "compact/stream", "{out}");
+    assert_eq!(row(&out, 45).last().unwrap(), "yes", "{out}");
+    assert_eq!(row(&out, 46).last().unwrap(), "memory", "{out}");
     assert!(
-        out.contains("memory: level 43 is the first that does not fit")
-            && out.contains("level 48 needs 55 nodes of 8.0 GB"),
+        out.contains("memory: level 46 is the first that does not fit")
+            && out.contains("level 48 needs 29 nodes of 8.0 GB"),
         "{out}"
     );
     // One node of 256 GB and 64 cores: every level fits, level 48 with the compact state

@@ -4,8 +4,9 @@
 use std::fs;
 use std::path::Path;
 
-use awari::dist::{build_slices, list_slices, Comm, DistOptions, LocalComm};
-use awari::{db_dir, level_path, Rules, StateKind};
+use awari::expert::dist::{build_slices, list_slices, Comm, DistOptions, LocalComm};
+use awari::expert::{db_dir, level_path};
+use awari::{Rules, StateKind};
 
 mod common;
 

@@ -9,9 +9,10 @@ use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 
-use awari::pack::{pack_level, unpack_level, LevelStack, Model, PackOptions};
-use awari::romein_bal::{export, import, scores_path, ImportOptions};
-use awari::{db_dir, level_path, packed_path, verify, Database, Index, Rules, VerifyOptions};
+use awari::expert::pack::{pack_level, unpack_level, LevelStack, Model, PackOptions};
+use awari::expert::romein_bal::{export, import, scores_path, ImportOptions};
+use awari::expert::{db_dir, level_path, packed_path, Database, Index};
+use awari::{verify, Rules, VerifyOptions};
 
 mod common;
 
@@ -492,6 +493,6 @@ fn exit_model_oware() {
 #[test]
 fn exit_model_four_pits() {
     for rules in [Rules::Awari, Rules::Oware] {
-        exit_packs_match_raw(rules, 4, 16, awari::pack::DEFAULT_BLOCK);
+        exit_packs_match_raw(rules, 4, 16, awari::expert::pack::DEFAULT_BLOCK);
     }
 }

@@ -11,7 +11,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use awari::{Board, Database, Rules};
+use awari::expert::{Board, Database};
+use awari::Rules;
 use tempfile::TempDir;
 
 use common::BIN;
@@ -268,7 +269,7 @@ fn loss_per_move_falls_with_strength() {
         let loss: f64 = values
             .iter()
             .map(|v| {
-                let w = awari::play::move_weights(v, s);
+                let w = awari::expert::play::move_weights(v, s);
                 let best = *v.iter().max().unwrap();
                 let total: f64 = w.iter().sum();
                 v.iter()
@@ -296,7 +297,7 @@ fn loss_per_move_falls_with_strength() {
 
 #[test]
 fn the_database_refuses_to_move_out_of_turn() {
-    use awari::play::{Game, Side};
+    use awari::expert::play::{Game, Side};
     let dir = TempDir::new().unwrap();
     let db = common::build_db(dir.path(), Rules::Awari, 6, 6);
     let start = Board::from_counts(6, &[1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0]).unwrap();

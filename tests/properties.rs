@@ -1,6 +1,7 @@
 //! Property tests of the rules and the index on random positions.
 
-use awari::{legal_moves, rules::unmoves, Board, Index, Rules};
+use awari::expert::{legal_moves, rules::unmoves, Board, Index};
+use awari::Rules;
 use proptest::prelude::*;
 
 /// A random board of `p` pits per side with at most `max` seeds.

@@ -11,7 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use awari::{db_dir, level_path, Index, Rules};
+use awari::expert::{db_dir, level_path, Index};
+use awari::Rules;
 
 mod common;
 

@@ -6,7 +6,8 @@
 use std::fs;
 use std::path::Path;
 
-use awari::{build, db_dir, level_path, BuildOptions, Reads, Rules, StateKind};
+use awari::expert::{db_dir, level_path};
+use awari::{build, BuildOptions, Reads, Rules, StateKind};
 
 /// Builds levels `0..=top` under `root` the way asked, and reads every level's file.
 fn build_way(

@@ -8,8 +8,10 @@ use common::{awari, ok, text};
 
 use std::path::Path;
 
-use awari::stats::{database_stats, LevelStats};
-use awari::{group, Database, Index, Rules};
+use awari::expert::figures::group;
+use awari::expert::stats::{database_stats, LevelStats};
+use awari::expert::{Database, Index};
+use awari::Rules;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -74,7 +76,7 @@ fn stats_equal_an_independent_recount() {
         assert_eq!(s.counts, recount(&db, n), "level {n}: histogram");
         // The builder's own tally of won, drawn and lost, from the file's bytes.
         let payload = db.level(n).unwrap().payload(&[]).unwrap();
-        let b = awari::Outcomes::of(&payload);
+        let b = awari::expert::Outcomes::of(&payload);
         assert_eq!((s.won(), s.drawn(), s.lost()), (b.won, b.drawn, b.lost));
         let sum: i64 = payload.iter().map(|&x| x as i8 as i64).sum();
         assert!((s.mean() - sum as f64 / payload.len() as f64).abs() < 1e-12);

@@ -2,7 +2,7 @@
 //! and independent solver) and must match the file cell for cell, seconds aside; the
 //! independent solver agrees on every row where it ran.
 
-use awari::variants::{markdown_row, parse_table, solve, Row, Variant, VariantOptions};
+use awari::expert::variants::{markdown_row, parse_table, solve, Row, Variant, VariantOptions};
 use awari::Rules;
 
 const TABLE: &str = include_str!("../data/variants.md");

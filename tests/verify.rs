@@ -8,11 +8,10 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use awari::raw::LevelWriter;
-use awari::reference::Reference;
-use awari::{
-    db_dir, legal_moves, level_path, verify, Board, Database, Index, Rules, VerifyOptions,
-};
+use awari::expert::raw::LevelWriter;
+use awari::expert::reference::Reference;
+use awari::expert::{db_dir, legal_moves, level_path, Board, Database, Index};
+use awari::{verify, Rules, VerifyOptions};
 
 mod common;
 

@@ -10,4 +10,5 @@ pub mod query;
 pub mod serve;
 pub mod share;
 pub mod stats;
+pub mod tablebase;
 pub mod variants;

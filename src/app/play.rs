@@ -169,6 +169,17 @@ pub struct Game<'a> {
     plan: Option<HashMap<Board, u32>>,
 }
 
+impl std::fmt::Debug for Game<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Game")
+            .field("start", &self.start)
+            .field("pos", &self.pos)
+            .field("to_move", &self.to_move)
+            .field("captured", &self.captured)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> Game<'a> {
     /// A game from `start` (seen from `first`, who moves first). Checks that the database
     /// holds every level the game can reach, so that a missing one is reported now, with

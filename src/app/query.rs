@@ -85,6 +85,16 @@ pub struct Line {
     pub score: [f64; 2],
 }
 
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database")
+            .field("dir", &self.dir)
+            .field("rules", &self.rules)
+            .field("pits", &self.pits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Database {
     /// Opens the database of `rules` and `pits` under the root folder `root` (as given to
     /// `awari build --dir`). Fails only if the board size is not supported; missing

@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use awari::bench::{bench, csv as to_csv, BenchOptions};
-use awari::{group, Index, Rules};
+use awari::expert::bench::{bench, csv as to_csv, BenchOptions};
+use awari::expert::figures::group;
+use awari::expert::Index;
+use awari::Rules;
 
 /// Benchmark the builder: build levels 0..=N from scratch with each thread count, and
 /// print per level the seconds, positions per second per thread, peak memory and the

@@ -5,7 +5,9 @@ use std::io::IsTerminal;
 use anyhow::Context;
 use clap::Args;
 
-use awari::{build, group, BuildOptions, Index, LevelReport, Reads, StateKind};
+use awari::expert::figures::group;
+use awari::expert::Index;
+use awari::{build, BuildOptions, LevelReport, Reads, StateKind};
 
 use super::{DbArgs, Threads};
 
@@ -38,7 +40,7 @@ pub struct BuildArgs {
     /// to a temporary file during the forward pass and read it back once the lower levels
     /// are let go, so that the two never take memory at once (0: every level). Costs a
     /// write and a read of the state.
-    #[arg(long, value_name = "MIB", default_value_t = awari::SPILL_FROM >> 20)]
+    #[arg(long, value_name = "MIB", default_value_t = awari::expert::SPILL_FROM >> 20)]
     spill_from: u64,
     /// The solver state: `fast` (2.125 bytes a position: a count of each position's moves
     /// not yet known to lose), `compact` (1.125 bytes: a loss confirmed by generating the
@@ -223,10 +225,8 @@ fn ranks_here() -> Option<usize> {
 /// that no rank waits forever for it.
 #[cfg(feature = "mpi")]
 fn distributed(args: BuildArgs) -> anyhow::Result<()> {
-    use awari::dist::{build_slices, Comm, DistOptions, MpiComm, SliceReport};
-    let Some((universe, _)) =
-        awari::dist::mpi::initialize_with_threading(awari::dist::mpi::Threading::Funneled)
-    else {
+    use awari::expert::dist::{build_slices, Comm, DistOptions, MpiComm, SliceReport};
+    let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
         anyhow::bail!("MPI could not be started");
     };
     let comm = MpiComm::world(&universe);
@@ -239,7 +239,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         .dir()
         .to_string_lossy()
         .replace("{rank}", &rank.to_string());
-    let dir = awari::db_dir(std::path::Path::new(&root), args.db.rules, args.db.pits);
+    let dir = awari::expert::db_dir(std::path::Path::new(&root), args.db.rules, args.db.pits);
     // The threads of a rank: by default the node's cores shared by its ranks. They form
     // the global pool, so that this thread, the only one that calls MPI (funneled),
     // stays outside it.
@@ -279,7 +279,8 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
                     format!("{:.2}", r.seconds)
                 },
                 group(r.bytes_sent),
-                r.peak_rss.map_or("?".to_string(), awari::plan::bytes),
+                r.peak_rss
+                    .map_or("?".to_string(), awari::expert::figures::bytes),
                 r.state.map_or("-", StateKind::name)
             );
         }

@@ -4,7 +4,8 @@ use std::io::Write;
 
 use clap::Args;
 
-use awari::{group, Index};
+use awari::expert::figures::group;
+use awari::expert::Index;
 
 /// Print the number of positions of every level and the total.
 #[derive(Args, Debug)]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use awari::group;
+use awari::expert::figures::group;
 
 use super::{DbArgs, LevelsArg, ShareFormat, Threads};
 
@@ -37,7 +37,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let levels = levels.range()?;
     let (pool, _) = threads.pool()?;
     let rows = pool.install(|| {
-        awari::romein_bal::export(db.dir(), db.rules, db.pits, &out, levels, |t| {
+        awari::expert::romein_bal::export(db.dir(), db.rules, db.pits, &out, levels, |t| {
             println!(
                 "level {:>3}: {} ({} bytes)",
                 t.seeds,

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use awari::{db_dir, Index};
+use awari::expert::{db_dir, Index};
 
 use super::DbArgs;
 
@@ -30,8 +30,8 @@ pub fn run(args: GatherArgs) -> anyhow::Result<()> {
         .collect();
     let out = db.db_dir();
     std::fs::create_dir_all(&out)?;
-    let _lock = awari::DirLock::acquire(&out, "awari gather")?;
-    let levels = awari::dist::gather(&from, &out, &index, db.rules)?;
+    let _lock = awari::expert::DirLock::acquire(&out, "awari gather")?;
+    let levels = awari::expert::dist::gather(&from, &out, &index, db.rules)?;
     println!(
         "gathered {} levels ({}..={}) into {}",
         levels.len(),

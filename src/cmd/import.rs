@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use awari::group;
-use awari::pack::{Model, PackOptions, DEFAULT_ZSTD_LEVEL};
-use awari::romein_bal::{import, ImportOptions};
+use awari::expert::figures::group;
+use awari::expert::pack::{Model, PackOptions, DEFAULT_ZSTD_LEVEL};
+use awari::expert::romein_bal::{import, ImportOptions};
 
 use super::{DbArgs, ShareFormat, Threads};
 

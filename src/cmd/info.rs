@@ -3,7 +3,7 @@
 use anyhow::bail;
 use clap::Args;
 
-use awari::group;
+use awari::expert::figures::group;
 
 use super::{RootArg, Threads};
 
@@ -29,7 +29,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     } = args;
     let dir = root.dir;
     let (pool, _) = threads.pool()?;
-    let levels = pool.install(|| awari::pack::survey(&dir, check))?;
+    let levels = pool.install(|| awari::expert::pack::survey(&dir, check))?;
     if levels.is_empty() {
         bail!("no levels under {}", dir.display());
     }

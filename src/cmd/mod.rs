@@ -51,7 +51,7 @@ impl DbArgs {
 
     /// The folder of this database: `<root>/<rules>-<pits>`.
     pub fn db_dir(&self) -> PathBuf {
-        awari::db_dir(self.dir(), self.rules, self.pits)
+        awari::expert::db_dir(self.dir(), self.rules, self.pits)
     }
 }
 
@@ -107,7 +107,7 @@ impl LevelsArg {
 /// range is one `error:` line like every other error of the tool.
 pub fn levels_range(levels: Option<&str>) -> anyhow::Result<Option<RangeInclusive<usize>>> {
     levels
-        .map(awari::parse_levels)
+        .map(awari::expert::parse_levels)
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))
 }

@@ -3,8 +3,10 @@
 use anyhow::bail;
 use clap::Args;
 
-use awari::group;
-use awari::pack::{LevelStack, Model, PackOptions, PackReport, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL};
+use awari::expert::figures::group;
+use awari::expert::pack::{
+    LevelStack, Model, PackOptions, PackReport, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL,
+};
 
 use super::{DbArgs, Threads};
 
@@ -55,7 +57,7 @@ pub fn run(args: PackArgs) -> anyhow::Result<()> {
         false,
         keep,
         args.threads,
-        |levels, n| awari::pack::pack_level(levels, n, &opts, args.remove_raw),
+        |levels, n| awari::expert::pack::pack_level(levels, n, &opts, args.remove_raw),
     )
 }
 
@@ -71,7 +73,7 @@ fn levels_to_do(
     if !dir.is_dir() {
         bail!("no database in {}", dir.display());
     }
-    let mut v: Vec<usize> = awari::list_levels(dir)?
+    let mut v: Vec<usize> = awari::expert::list_levels(dir)?
         .into_iter()
         .filter(|&(_, p)| p == packed)
         .map(|(n, _)| n)
@@ -128,7 +130,7 @@ pub(super) fn each_level(
     let levels = levels_to_do(&dir, level, packed)?;
     // No build, pack or unpack into the same folder meanwhile.
     let what = if packed { "awari unpack" } else { "awari pack" };
-    let _lock = awari::DirLock::acquire(&dir, what)?;
+    let _lock = awari::expert::DirLock::acquire(&dir, what)?;
     let mut stack = LevelStack::new(&dir, db.rules, db.pits, keep)?;
     println!(
         "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  model",

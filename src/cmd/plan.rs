@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use awari::pack::{survey, LevelInfo};
-use awari::plan::{
-    bytes, disk_available, memory_total, plan, LevelPlan, Machine, Rate, DEFAULT_PACK_RATIO,
-    RATE_FALL,
-};
-use awari::{build, group, BuildOptions, Index, Rules};
+use awari::expert::figures::group;
+use awari::expert::figures::{bytes, disk_available, memory_total};
+use awari::expert::pack::{survey, LevelInfo};
+use awari::expert::Index;
+use awari::plan::{plan, LevelPlan, Machine, Rate, DEFAULT_PACK_RATIO, RATE_FALL};
+use awari::{build, BuildOptions, Rules};
 
 use super::RootArg;
 
@@ -72,7 +72,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             .or_else(|| disk_available(&args.root.dir))
             .context("no free disk figure for --dir; give --disk-per-node")?,
     };
-    let db_dir = awari::db_dir(&args.root.dir, args.rules, args.pits);
+    let db_dir = awari::expert::db_dir(&args.root.dir, args.rules, args.pits);
     // The levels of this database already on disk (the raw file of a level if both are).
     let found: Vec<LevelInfo> = survey(&args.root.dir, false)
         .unwrap_or_default()
@@ -290,7 +290,7 @@ fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
         force: true,
         check: true,
         progress: false,
-        spill_from: awari::SPILL_FROM,
+        spill_from: awari::expert::SPILL_FROM,
         state: None,
         reads: None,
         pack: false,

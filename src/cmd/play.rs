@@ -7,12 +7,12 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::bail;
 use clap::Args;
 
-use awari::level_exists;
-use awari::play::{BadMove, Game, Played, Side};
-use awari::{Board, Database};
+use awari::expert::level_exists;
+use awari::expert::play::{BadMove, Game, Played, Side};
+use awari::expert::{Board, Database};
 
 use super::DbArgs;
-use awari::parse_counts;
+use awari::expert::parse_counts;
 
 /// Play a game against the database in the terminal: type a pit (a-f or 1-6 from your
 /// left), 'hint' for the value of each of your moves, 'undo' to take back your last move

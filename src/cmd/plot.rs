@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context};
 use plotters::prelude::*;
 
-use awari::stats::LevelStats;
+use awari::expert::stats::LevelStats;
 use awari::Rules;
 
 /// Refuses a chart file name that does not end in `.svg` (only the SVG backend is built

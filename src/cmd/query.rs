@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 use anyhow::Context;
 use clap::Args;
 
-use awari::{draw, parse_counts, Database, LINE_PLIES};
+use awari::expert::{draw, parse_counts, Database, LINE_PLIES};
 
 use super::DbArgs;
 
@@ -52,7 +52,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 .and_then(|b| database.query_json(&b, line));
             let obj = match result {
                 Ok(v) => v,
-                Err(e) => serde_json::json!({ "error": e.to_string() }),
+                Err(e) => serde_json::json!({ "error": e.one_line() }),
             };
             writeln!(out, "{obj}")?;
         }

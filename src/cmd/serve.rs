@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use awari::serve::{open_all, serve, ServeOptions};
+use awari::expert::serve::{open_all, serve, ServeOptions};
 
 use super::{RootArg, Threads};
 

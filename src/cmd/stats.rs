@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use awari::group;
-use awari::stats::{database_stats, LevelStats};
+use awari::expert::figures::group;
+use awari::expert::stats::{database_stats, LevelStats};
 
 use super::plot::{check_plot_path, write_plot};
 

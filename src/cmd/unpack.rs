@@ -32,8 +32,8 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<()> {
         threads,
     } = args;
     let dir = db.db_dir();
-    let keep = awari::pack::has_exit_model(&dir);
+    let keep = awari::expert::pack::has_exit_model(&dir);
     each_level(&db, level, true, keep, threads, |levels, n| {
-        awari::pack::unpack_level(levels, n, remove_packed)
+        awari::expert::pack::unpack_level(levels, n, remove_packed)
     })
 }

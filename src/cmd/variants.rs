@@ -6,11 +6,12 @@ use std::io::{IsTerminal, Write};
 use anyhow::bail;
 use clap::Args;
 
-use awari::variants::{
+use awari::expert::figures::group;
+use awari::expert::variants::{
     markdown, markdown_row, plan, result_in_words, solve, VariantOptions, DEFAULT_MAX_POSITIONS,
     DEFAULT_REFERENCE_LIMIT,
 };
-use awari::{group, Rules};
+use awari::Rules;
 
 use super::{RootArg, Threads};
 

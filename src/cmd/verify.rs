@@ -5,7 +5,8 @@ use std::io::IsTerminal;
 use anyhow::bail;
 use clap::Args;
 
-use awari::{group, verify, LevelCheck, Mismatches, VerifyOptions};
+use awari::expert::figures::group;
+use awari::{verify, LevelCheck, Mismatches, VerifyOptions};
 
 use super::{levels_range, DbArgs, Threads};
 

@@ -234,6 +234,15 @@ pub struct PackedLevel {
     cache: Box<BlockCache>,
 }
 
+impl std::fmt::Debug for PackedLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedLevel")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PackedLevel {
     /// Opens the packed level at `path`, checking its header and block table against
     /// `expect`. Blocks are checked as they are decompressed; the payload checksum by

@@ -200,6 +200,15 @@ pub struct RawLevel {
     map: Mmap,
 }
 
+impl std::fmt::Debug for RawLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawLevel")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
 impl RawLevel {
     /// Opens the level at `path`, checking it against `expect` (and its payload checksum
     /// with [`Check::Full`]).
@@ -304,6 +313,15 @@ pub struct LevelWriter {
     hasher: Xxh3,
     header: Header,
     written: u64,
+}
+
+impl std::fmt::Debug for LevelWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LevelWriter")
+            .field("header", &self.header)
+            .field("written", &self.written)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LevelWriter {

@@ -133,6 +133,14 @@ pub struct SliceLevel {
     map: Mmap,
 }
 
+impl std::fmt::Debug for SliceLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SliceLevel")
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SliceLevel {
     /// Opens the slice at `path`: it must be slice `rank` of `ranks`, holding `range` of
     /// the level `expect` describes, complete, with its payload checksum right.

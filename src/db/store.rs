@@ -32,6 +32,7 @@ use crate::game::index::Index;
 use crate::game::rules::Rules;
 
 /// An open level, raw or packed.
+#[derive(Debug)]
 pub enum LevelFile {
     /// A raw level (`level-NNN.awl`).
     Raw(RawLevel),
@@ -106,7 +107,7 @@ impl LevelFile {
     }
 
     /// The byte stored for the position with index `i`: its value unless the level is
-    /// packed with the exit model (see [`crate::db::model`]).
+    /// packed with the exit model (DESIGN.md section 7).
     #[inline]
     pub fn stored(&self, i: u64) -> Result<i8> {
         match self {
@@ -162,6 +163,16 @@ pub enum Values {
     File(memmap2::Mmap),
 }
 
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Values::Mapped(level) => f.debug_tuple("Mapped").field(level).finish(),
+            Values::Owned(v) => write!(f, "Owned({} values)", v.len()),
+            Values::File(m) => write!(f, "File({} bytes)", m.len()),
+        }
+    }
+}
+
 impl Values {
     /// The payload, one signed byte per position in index order.
     #[inline]
@@ -193,6 +204,15 @@ pub struct LevelStack {
     index: Index,
     levels: Vec<Values>,
     keep: bool,
+}
+
+impl std::fmt::Debug for LevelStack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LevelStack")
+            .field("dir", &self.dir)
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LevelStack {

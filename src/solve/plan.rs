@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-pub use crate::db::layout::{largest_slice, slice};
+pub use crate::db::layout::largest_slice;
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -446,6 +446,7 @@ mod tests {
     use std::ops::Range;
 
     use super::*;
+    use crate::db::layout::slice;
 
     #[test]
     fn slices_tile_the_level_and_differ_by_at_most_one() {

@@ -22,7 +22,7 @@ const NOT_TERMINAL: i8 = i8::MIN;
 
 /// A small, fast hash for boards (FxHash's multiply-rotate): the explorer does one
 /// look-up per move.
-#[derive(Default, Clone, Copy)]
+#[derive(Default, Clone, Copy, Debug)]
 pub struct BoardHasher(u64);
 
 impl Hasher for BoardHasher {
@@ -74,6 +74,14 @@ pub struct Reference {
     values: Vec<i8>,
     /// The most sweeps value iteration took at one seed count.
     pub max_sweeps: usize,
+}
+
+impl std::fmt::Debug for Reference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reference")
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Reference {

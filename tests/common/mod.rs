@@ -11,7 +11,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use awari::{build, legal_moves, Board, BuildOptions, Database, LevelReport, Rules};
+use awari::expert::{legal_moves, Board, Database};
+use awari::{build, BuildOptions, LevelReport, Rules};
 use rayon::prelude::*;
 
 /// The `awari` binary of this build.
@@ -28,7 +29,7 @@ pub fn build_levels(root: &Path, rules: Rules, pits: usize, max: usize) -> Vec<L
         force: false,
         check: true,
         progress: false,
-        spill_from: awari::SPILL_FROM,
+        spill_from: awari::expert::SPILL_FROM,
         state: None,
         reads: None,
         pack: false,

@@ -36,6 +36,12 @@ struct Inner {
     listing: String,
 }
 
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").finish_non_exhaustive()
+    }
+}
+
 impl AppState {
     /// The state of a server of `databases`, running probes through `probes`.
     pub fn new(databases: Vec<Served>, probes: Probes) -> AppState {

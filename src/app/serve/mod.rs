@@ -42,6 +42,7 @@ pub struct ServeOptions {
 }
 
 /// One database served: a rule set and board size, and what its folder holds.
+#[derive(Debug)]
 pub struct Served {
     /// The open database.
     pub db: Database,
@@ -148,7 +149,7 @@ impl ApiError {
 
 /// The probes of the server: at most `permits` running or queued on the blocking pool,
 /// each answered within `timeout`.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Probes {
     permits: Arc<Semaphore>,
     max: usize,

@@ -27,6 +27,7 @@ pub const SEGMENT: u64 = if cfg!(test) { 1 << 13 } else { 1 << 22 };
 
 /// This rank's slices of the finished levels: `values[m]` holds the indices
 /// `starts[m]..` of level `m`.
+#[derive(Debug)]
 pub struct LowerSlices<'a> {
     /// The values of this rank's slice of each level below.
     pub values: Vec<&'a [u8]>,

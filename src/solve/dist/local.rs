@@ -21,6 +21,15 @@ pub struct LocalComm {
     sent: std::sync::atomic::AtomicU64,
 }
 
+impl std::fmt::Debug for LocalComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalComm")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
 impl LocalComm {
     /// A group of `size` ranks, one handle each.
     pub fn group(size: usize) -> Vec<LocalComm> {

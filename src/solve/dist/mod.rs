@@ -59,6 +59,14 @@ pub struct Mail {
     starts: Vec<usize>,
 }
 
+impl std::fmt::Debug for Mail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mail")
+            .field("starts", &self.starts)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Mail {
     /// The parts of `parts[r]` from rank `r`.
     pub fn from_parts(parts: Vec<Vec<u8>>) -> Mail {

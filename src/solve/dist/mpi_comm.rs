@@ -29,6 +29,15 @@ fn displacements(counts: &[mpi::Count]) -> Vec<mpi::Count> {
     d
 }
 
+impl std::fmt::Debug for MpiComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiComm")
+            .field("rank", &self.rank())
+            .field("size", &self.size())
+            .finish_non_exhaustive()
+    }
+}
+
 impl MpiComm {
     /// The world communicator of the job `universe` belongs to.
     pub fn world(universe: &mpi::environment::Universe) -> MpiComm {

@@ -1,0 +1,296 @@
+//! The tablebase as programs embed it: open a folder, probe positions. Shaped like
+//! shakmaty-syzygy's `Tablebase`: one type that finds the databases of a folder, a
+//! position type, and a small value type; [`Database`] stays the one-board-size reader
+//! underneath.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::app::query::{parse_counts, Analysis, Database, Line};
+use crate::db::layout::database_dirs;
+use crate::error::{Error, Result};
+use crate::game::rules::{Board, Rules, MAX_PITS};
+
+/// A position: the `2P` pit counts, the side to move's pits first (its pit 0 is the one
+/// on its left), then the opponent's. Parsed from counts separated by spaces or commas
+/// (`"1 1 1 1 1 2 4 2 3 0 0 0"`), shown the same way.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Position(Board);
+
+impl Position {
+    /// The position of the pit counts `counts` (`2P` of them, `P` from 2 to 8), side to
+    /// move first.
+    pub fn from_counts(counts: &[u32]) -> Result<Position> {
+        if !counts.len().is_multiple_of(2) || !(4..=2 * MAX_PITS).contains(&counts.len()) {
+            return Err(Error::Input(format!(
+                "a position is 4 to {} pit counts, an even number (both sides), not {}",
+                2 * MAX_PITS,
+                counts.len()
+            )));
+        }
+        Ok(Position(Board::from_counts(counts.len() / 2, counts)?))
+    }
+
+    /// The pit counts, side to move first.
+    pub fn counts(&self) -> &[u8] {
+        self.0.pits()
+    }
+
+    /// Pits per side.
+    pub fn pits_per_side(&self) -> usize {
+        self.0.pits_per_side()
+    }
+
+    /// Seeds on the board: the level of the database that holds the position.
+    pub fn seeds(&self) -> usize {
+        self.0.seeds()
+    }
+
+    /// The board, for the expert functions of [`crate::expert`].
+    pub fn board(&self) -> &Board {
+        &self.0
+    }
+}
+
+impl From<Board> for Position {
+    fn from(board: Board) -> Position {
+        Position(board)
+    }
+}
+
+impl FromStr for Position {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Position> {
+        let words: Vec<&str> = s
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+            .collect();
+        Position::from_counts(&parse_counts(&words)?)
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Debug for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Position({self})")
+    }
+}
+
+/// Who wins under perfect play, for the side to move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The side to move ends with more seeds.
+    Win,
+    /// Both sides end with as many seeds.
+    Draw,
+    /// The side to move ends with fewer seeds.
+    Loss,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Win => "win",
+            Outcome::Draw => "draw",
+            Outcome::Loss => "loss",
+        })
+    }
+}
+
+/// The value of a position for the side to move under perfect play: the final margin,
+/// seeds it captures from now on minus the opponent's (DESIGN.md section 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(i8);
+
+impl Value {
+    /// The value of margin `margin`.
+    pub fn new(margin: i8) -> Value {
+        Value(margin)
+    }
+
+    /// The final margin for the side to move.
+    pub fn margin(self) -> i8 {
+        self.0
+    }
+
+    /// Win, draw or loss: the margin's sign.
+    pub fn outcome(self) -> Outcome {
+        match self.0 {
+            m if m > 0 => Outcome::Win,
+            0 => Outcome::Draw,
+            _ => Outcome::Loss,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    /// `margin 0, a draw`, `margin +3, a win`, `margin -2, a loss`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.outcome() {
+            Outcome::Draw => write!(f, "margin 0, a draw"),
+            o => write!(f, "margin {:+}, a {o}", self.0),
+        }
+    }
+}
+
+/// The databases of one rule set in a folder, every board size found: probe any position
+/// of those sizes. Levels are opened on first use and checked (raw or packed).
+///
+/// ```no_run
+/// # fn main() -> Result<(), awari::Error> {
+/// let tb = awari::Tablebase::open("db")?;
+/// let pos: awari::Position = "1 1 1 1 1 2 4 2 3 0 0 0".parse()?;
+/// println!("{}", tb.probe(&pos)?); // margin 0, a draw
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Tablebase {
+    rules: Rules,
+    dbs: Vec<Database>,
+}
+
+impl Tablebase {
+    /// Opens the databases under `path`: a root folder as given to `awari build --dir`
+    /// (holding `<rules>-<P>` folders; it must hold one rule set, else use
+    /// [`Tablebase::open_rules`]), or one database folder such as `db/awari-6`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Tablebase> {
+        Tablebase::open_with(path.as_ref(), None)
+    }
+
+    /// Opens the databases of `rules` under the root folder (or database folder) `path`.
+    pub fn open_rules(path: impl AsRef<Path>, rules: Rules) -> Result<Tablebase> {
+        Tablebase::open_with(path.as_ref(), Some(rules))
+    }
+
+    fn open_with(path: &Path, want: Option<Rules>) -> Result<Tablebase> {
+        if !path.is_dir() {
+            return Err(Error::io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"),
+            ));
+        }
+        // A database folder itself: its name says what it holds.
+        let own = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.rsplit_once('-'))
+            .and_then(|(r, p)| Some((r.parse::<Rules>().ok()?, p.parse::<usize>().ok()?)));
+        let found: Vec<(Rules, usize, PathBuf)> = match own {
+            Some((rules, pits)) if want.is_none_or(|w| w == rules) => {
+                let root = path.parent().unwrap_or(Path::new("."));
+                vec![(rules, pits, root.to_path_buf())]
+            }
+            _ => database_dirs(path)?
+                .into_iter()
+                .map(|(r, p, _)| (r, p, path.to_path_buf()))
+                .collect(),
+        };
+        let mut rules: Vec<Rules> = found.iter().map(|f| f.0).collect();
+        rules.dedup();
+        let rules = match (want, rules.as_slice()) {
+            (Some(w), _) => w,
+            (None, [one]) => *one,
+            (None, []) => {
+                return Err(Error::Input(format!(
+                "{} holds no database (folders named like awari-6); build one with `awari build`",
+                path.display()
+            )))
+            }
+            (None, _) => {
+                return Err(Error::Input(format!(
+                    "{} holds databases of several rule sets; open one with Tablebase::open_rules",
+                    path.display()
+                )))
+            }
+        };
+        let dbs = found
+            .into_iter()
+            .filter(|f| f.0 == rules)
+            .map(|(r, p, root)| Database::open(&root, r, p))
+            .collect::<Result<Vec<_>>>()?;
+        if dbs.is_empty() {
+            return Err(Error::Input(format!(
+                "{} holds no {rules} database; build one with `awari build --rules {rules}`",
+                path.display()
+            )));
+        }
+        Ok(Tablebase { rules, dbs })
+    }
+
+    /// The rule set.
+    pub fn rules(&self) -> Rules {
+        self.rules
+    }
+
+    /// The board sizes held (pits per side), in order.
+    pub fn pits(&self) -> Vec<usize> {
+        self.dbs.iter().map(Database::pits).collect()
+    }
+
+    /// The database of positions like `pos`.
+    pub fn database(&self, pits: usize) -> Result<&Database> {
+        self.dbs.iter().find(|d| d.pits() == pits).ok_or_else(|| {
+            Error::Input(format!(
+                "no {} database of {pits} pits per side here (held: {:?})",
+                self.rules,
+                self.pits()
+            ))
+        })
+    }
+
+    /// The value of `pos` for the side to move under perfect play.
+    pub fn probe(&self, pos: &Position) -> Result<Value> {
+        let db = self.database(pos.pits_per_side())?;
+        db.probe(&pos.0).map(Value)
+    }
+
+    /// The value of `pos`, of each of its legal moves, and the best moves.
+    pub fn moves(&self, pos: &Position) -> Result<Analysis> {
+        self.database(pos.pits_per_side())?.analyze(&pos.0)
+    }
+
+    /// A principal variation from `pos`, at most `max_plies` moves (see
+    /// [`Database::line`]).
+    pub fn line(&self, pos: &Position, max_plies: usize) -> Result<Line> {
+        self.database(pos.pits_per_side())?.line(&pos.0, max_plies)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_parse_and_show() {
+        let p: Position = "1 1 1 1 1 2 4 2 3 0 0 0".parse().unwrap();
+        assert_eq!(p.to_string(), "1 1 1 1 1 2 4 2 3 0 0 0");
+        assert_eq!((p.pits_per_side(), p.seeds()), (6, 16));
+        assert_eq!(
+            "1,0, 2,3".parse::<Position>().unwrap().counts(),
+            [1, 0, 2, 3]
+        );
+        for bad in [
+            "",
+            "1 2 3",
+            "1 x 1 1",
+            "1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1",
+            "99 99 1 1",
+        ] {
+            assert!(bad.parse::<Position>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn values_say_who_wins() {
+        assert_eq!(Value::new(0).to_string(), "margin 0, a draw");
+        assert_eq!(Value::new(3).to_string(), "margin +3, a win");
+        assert_eq!(Value::new(-2).outcome(), Outcome::Loss);
+    }
+}
