@@ -51,7 +51,7 @@ pub use game::rules::{legal_moves, Board, Move, Rules, MAX_PITS, MAX_SEEDS};
 pub use solve::build::{build, choose, BuildOptions, LevelReport, Reads, StateKind, SPILL_FROM};
 pub use solve::level::{Outcomes, PhaseTimes};
 pub use solve::verify::{parse_levels, verify, LevelCheck, Mismatches, VerifyOptions};
-pub use util::{group, peak_rss};
+pub use util::{check_threads, group, peak_rss, MAX_THREADS};
 
 /// Planning a build: what each level needs per rank (memory, disk, time) and whether a
 /// machine has it; the partition of a level into slices (DESIGN.md section 5.4).
