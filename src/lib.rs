@@ -81,6 +81,7 @@ pub mod expert {
     pub use crate::solve::build::{choose, SPILL_FROM};
     pub use crate::solve::level::{Outcomes, PhaseTimes};
     pub use crate::solve::verify::parse_levels;
+    pub use crate::util::{check_threads, MAX_THREADS};
 
     /// Figures as the `awari` binary prints them, and what the system says of this
     /// process and machine.

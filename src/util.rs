@@ -2,6 +2,21 @@
 //! cache prefetch hint, anonymous memory in huge pages, parallel reads of a large file,
 //! the process's peak memory, and the progress bar of one level.
 
+/// The most worker threads a command takes (`--threads`): more is a typo, not a machine,
+/// and would start that many OS threads before any work.
+pub const MAX_THREADS: usize = 1024;
+
+/// `--threads` checked: `1..=MAX_THREADS`, or the error line that says so.
+pub fn check_threads(threads: usize) -> crate::Result<usize> {
+    if (1..=MAX_THREADS).contains(&threads) {
+        Ok(threads)
+    } else {
+        Err(crate::Error::Input(format!(
+            "--threads must be 1..={MAX_THREADS}, not {threads}"
+        )))
+    }
+}
+
 /// A count with thousands separators: 1234567 -> "1,234,567".
 pub fn group(x: u64) -> String {
     let s = x.to_string();

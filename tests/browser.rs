@@ -390,7 +390,8 @@ fn the_page_in_headless_chromium() {
             tokio::time::sleep(Duration::from_millis(40)).await;
         }
 
-        // A permalink of a level not built: the page says which command builds it.
+        // A permalink of a level not built: the page says which levels are served (and
+        // names no folder of the server).
         c.goto(&format!("{base}/#awari/6/4,4,4,4,4,4,4,4,4,4,4,4"))
             .await
             .unwrap();
@@ -402,7 +403,7 @@ fn the_page_in_headless_chromium() {
         }
         assert!(text(&c, "#error")
             .await
-            .contains("run `awari build --max-seeds 48 --dir "));
+            .contains("level 48 of awari-6 is not served here; served levels 0..="));
 
         // The other served database, from the selector: the start position of oware.
         click(&c, "#db-select option[value='oware-6']").await;

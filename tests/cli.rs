@@ -369,6 +369,43 @@ fn build_refuses_bad_arguments_before_starting() {
     assert!(!db.root().exists(), "nothing written for bad arguments");
 }
 
+/// `--threads` above 1,024 (or 0) is refused at once, in one line, by every command that
+/// takes it: a typo must not start 100,000 OS threads.
+#[test]
+fn threads_out_of_bounds_are_refused_in_one_line() {
+    let db = Db::empty();
+    let root = db.root_str();
+    for t in ["100000", "1025", "0"] {
+        let mut cases: Vec<Vec<&str>> = vec![
+            vec!["build", "--max-seeds", "4", "--dir", &root],
+            vec!["verify", "--dir", &root],
+            vec!["stats", "--dir", &root],
+            vec!["info", "--dir", &root],
+            vec!["pack", "--all", "--dir", &root],
+            vec!["unpack", "--all", "--dir", &root],
+            vec!["variants", "--dir", &root],
+            vec!["bench", "--max-seeds", "4"],
+        ];
+        if cfg!(feature = "serve") {
+            cases.push(vec!["serve", "--dir", &root, "--bind", "127.0.0.1:0"]);
+        }
+        for mut args in cases {
+            args.extend(["--threads", t]);
+            let out = awari(&args);
+            let e = error_of(&args, &out);
+            assert_eq!(
+                e,
+                format!("error: --threads must be 1..=1024, not {t}"),
+                "{args:?}"
+            );
+            assert_eq!(text(&out.stderr).lines().count(), 1, "{args:?}: {e}");
+        }
+    }
+    assert!(!db.root().exists(), "nothing written for bad arguments");
+    // The bound itself is taken.
+    db.build(&["--max-seeds", "2", "--threads", "1024"]);
+}
+
 /// Checks a build to 12 seeds that stopped when its file system refused a write: one
 /// error line naming the temporary file, finished levels intact (byte-identical to a
 /// fresh build, opened and queried), no temporary files left, and a second attempt that

@@ -273,9 +273,9 @@ fn bad_input_gets_a_4xx_in_the_words_of_the_cli_and_the_server_goes_on() {
         ("/api/v1/awari/6?position=1,1,1,1,1,1,1,1,1,1,1,1.5", 400, "'1.5' is not a number of seeds"),
         ("/api/v1/awari/6?position=99999999999,0,0,0,0,0,0,0,0,0,0,0", 400, "'99999999999' seeds: more than a board holds (at most 127)"),
         ("/api/v1/awari/6?position=200,0,0,0,0,0,0,0,0,0,0,0", 400, "200 seeds on the board; at most 127 are supported"),
-        ("/api/v1/awari/6?position=4,4,4,4,4,4,4,4,4,4,4,4", 404, "level 48 (awari, 6 pits per side) is not built in"),
-        ("/api/v1/awari/6?position=4,4,4,4,4,4,4,4,4,4,4,4", 404, "; run `awari build --max-seeds 48 --dir "),
-        ("/api/v1/oware/6?position=2,2,2,2,2,2,2,2,0,0,0,0", 404, "run `awari build --max-seeds 16 --rules oware --dir "),
+        ("/api/v1/awari/6?position=4,4,4,4,4,4,4,4,4,4,4,4", 404, "level 48 of awari-6 is not served here; served levels 0..=13"),
+        ("/api/v1/oware/6?position=2,2,2,2,2,2,2,2,0,0,0,0", 404, "level 16 of oware-6 is not served here; served levels 0..=13"),
+        ("/api/v1/awari/4?position=3,3,3,3,0,0,0,0", 404, "level 12 of awari-4 is not served here; served levels 0..=10"),
         ("/api/v1/awari/9?position=1", 404, "no awari database of 9 pits per side is served here; served: awari-4, awari-6, oware-6"),
         ("/api/v1/awari/x?position=1", 404, "'x' is not a number of pits per side; served here: awari-4, awari-6, oware-6"),
         ("/api/v1/chess/6?position=1", 404, "unknown rule set 'chess' (expected 'awari' or 'oware')"),
@@ -292,6 +292,7 @@ fn bad_input_gets_a_4xx_in_the_words_of_the_cli_and_the_server_goes_on() {
         let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
         let e = v["error"].as_str().unwrap();
         assert!(e.contains(words), "{path}: {e}");
+        assert!(!e.contains(root().to_str().unwrap()), "{path}: {e}");
         assert_eq!(v.as_object().unwrap().len(), 1);
         assert_eq!(a.cache, "no-store", "{path}");
         assert_eq!(server.get("/health").status, 200, "after {path}");
@@ -335,14 +336,128 @@ fn a_damaged_level_is_a_500_that_names_it_and_the_rest_still_answers() {
     );
     let a = server.get("/api/v1/awari/6?position=1,1,1,1,1,0,0,0,0,0,0,0");
     assert_eq!(a.status, 500, "{}", a.body);
+    // The file by its name, not its folder; the problem as the CLI words it.
     assert!(
-        a.body.contains("level-005.awl: damaged payload"),
+        a.body
+            .starts_with(r#"{"error":"awari-6: level-005.awl: damaged payload (checksum "#),
         "{}",
         a.body
     );
     let three = server.get("/api/v1/awari/6?position=1,1,1,0,0,0,0,0,0,0,0,0");
     assert_eq!(three.status, 200, "{}", three.body);
     assert_eq!(server.get("/health").status, 200);
+}
+
+/// No answer names the server's folder, whatever goes wrong: the client reads which
+/// database and level, the server's log (stderr) the whole error with its path, once.
+#[test]
+fn answers_name_no_server_folder_and_the_log_keeps_the_path_once() {
+    let tmp = tempfile::Builder::new()
+        .prefix("awari-private-folder-")
+        .tempdir()
+        .unwrap();
+    let secret = tmp.path().to_str().unwrap().to_string();
+    build_levels(tmp.path(), Rules::Awari, 6, 6);
+    let damaged = level_path(&db_dir(tmp.path(), Rules::Awari, 6), 5);
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    bytes[4096 + 17] ^= 0x55;
+    std::fs::write(&damaged, &bytes).unwrap();
+    let mut server = Server::start_on(tmp.path(), &[]);
+    let cases: &[(&str, u16, &str)] = &[
+        (
+            "/api/v1/awari/6?position=4,4,4,4,4,4,4,4,4,4,4,4",
+            404,
+            "level 48 of awari-6 is not served here; served levels 0..=6",
+        ),
+        (
+            "/api/v1/awari/6?position=4,4,4,4,4,4,4,4,4,4,4,4&line=true",
+            404,
+            "level 48 of awari-6 is not served here; served levels 0..=6",
+        ),
+        (
+            "/api/v1/awari/6?position=1,1,1,1,1,1,1,0,0,0,0,0",
+            404,
+            "level 7 of awari-6 is not served here; served levels 0..=6",
+        ),
+        (
+            "/api/v1/awari/6?position=1,1,1,1,1,0,0,0,0,0,0,0",
+            500,
+            "awari-6: level-005.awl: damaged payload",
+        ),
+        (
+            "/api/v1/awari/6?position=1,1,1,1,1,0,0,0,0,0,0,0&line=true",
+            500,
+            "awari-6: level-005.awl: damaged payload",
+        ),
+        (
+            "/api/v1/awari/6?position=1,1,1",
+            400,
+            "a board of 6 pits per side needs 12 pit counts, got 3",
+        ),
+        (
+            "/api/v1/awari/6?position=1,1,1,1,1,1,1,1,1,1,1,x",
+            400,
+            "'x' is not a number of seeds",
+        ),
+        (
+            "/api/v1/oware/6?position=1",
+            404,
+            "no oware database of 6 pits per side is served here; served: awari-6",
+        ),
+        ("/api/v1/awari/6?pos=1", 400, "unknown parameter 'pos'"),
+        ("/nothing/here", 404, "nothing at /nothing/here"),
+    ];
+    for &(path, status, words) in cases {
+        let a = server.get(path);
+        assert_eq!(a.status, status, "{path}: {}", a.body);
+        let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 1, "{path}");
+        let e = v["error"].as_str().unwrap();
+        // Whole words, but a damaged file's checksums follow its problem, and a path's
+        // answer names the API.
+        assert!(
+            e == words
+                || e.starts_with(&format!("{words} ("))
+                || e.starts_with(&format!("{words}: ")),
+            "{path}: {e}"
+        );
+        assert!(!a.body.contains(&secret), "{path}: {}", a.body);
+        assert!(
+            !a.body.contains("awari-private-folder-"),
+            "{path}: {}",
+            a.body
+        );
+    }
+    let d = server.get("/api/v1/databases");
+    assert!(!d.body.contains("awari-private-folder-"), "{}", d.body);
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    let mut log = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    // Asked twice each, logged once each; the client's own mistakes are not logged.
+    let damaged = damaged.to_str().unwrap();
+    assert_eq!(log.matches(damaged).count(), 1, "{log}");
+    assert!(
+        log.contains(&format!("{damaged}: damaged payload")),
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("level 48 (awari, 6 pits per side) is not built in ")
+            .count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("awari build --max-seeds 48 --dir {secret}")),
+        "{log}"
+    );
+    assert_eq!(log.lines().count(), 3, "{log}");
 }
 
 #[test]
@@ -478,5 +593,5 @@ fn sigterm_stops_the_server_and_bad_setups_are_one_error_line() {
     let (good, _, err) =
         common::run(&["serve", "--dir", root().to_str().unwrap(), "--threads", "0"]);
     assert!(!good);
-    assert_eq!(err, "error: --threads must be at least 1\n");
+    assert_eq!(err, "error: --threads must be 1..=1024, not 0\n");
 }

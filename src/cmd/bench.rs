@@ -45,8 +45,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         scratch,
         csv,
     } = args;
-    if threads.is_empty() || threads.contains(&0) {
+    if threads.is_empty() {
         bail!("--threads needs one or more counts of at least 1, e.g. 1,2");
+    }
+    for &t in &threads {
+        awari::expert::check_threads(t)?;
     }
     Index::new(pits, max_seeds)?;
     let scratch = scratch.unwrap_or_else(|| {

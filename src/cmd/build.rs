@@ -245,9 +245,8 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
     // stays outside it.
     let here = ranks_here().unwrap_or(1).max(1);
     let threads = match args.threads.threads {
-        Some(0) => anyhow::bail!("--threads must be at least 1"),
-        Some(t) => t,
-        None => (std::thread::available_parallelism().map_or(1, |n| n.get()) / here).max(1),
+        Some(t) => awari::expert::check_threads(t)?,
+        None => (super::default_threads() / here).max(1),
     };
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -24,7 +24,6 @@ pub mod verify;
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 
-use anyhow::bail;
 use clap::Args;
 
 use awari::Rules;
@@ -73,19 +72,30 @@ pub struct Threads {
 }
 
 impl Threads {
+    /// The threads asked for, checked (`1..=MAX_THREADS`); by default one per core, at
+    /// most `MAX_THREADS`.
+    pub fn count(self) -> anyhow::Result<usize> {
+        match self.threads {
+            Some(t) => Ok(awari::expert::check_threads(t)?),
+            None => Ok(default_threads()),
+        }
+    }
+
     /// A rayon pool of the threads asked for, and their number.
     pub fn pool(self) -> anyhow::Result<(rayon::ThreadPool, usize)> {
-        let threads = self
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
+        let threads = self.count()?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()?;
         Ok((pool, threads))
     }
+}
+
+/// One thread per core, at most `MAX_THREADS` (a default is never refused).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(awari::expert::MAX_THREADS)
 }
 
 /// `--levels A..=B`: which levels a reader works on.

@@ -29,10 +29,8 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let threads = args
-        .threads
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Refused before the databases are opened.
+    let threads = args.threads.count()?;
     if !(args.timeout > 0.0 && args.timeout < 1e6) {
         anyhow::bail!("--timeout must be a number of seconds above 0");
     }

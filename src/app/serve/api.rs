@@ -6,10 +6,11 @@
 //! - `GET /health`: for a process supervisor;
 //! - `GET /`, `/app.js`, `/style.css`: the explorer page.
 //!
-//! Every error is JSON, `{"error": "..."}`, in the words of the command line.
+//! Every error is JSON, `{"error": "..."}`, in the words of the command line, less any
+//! server folder (the server's log keeps the whole error).
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
@@ -34,6 +35,9 @@ struct Inner {
     probes: Probes,
     /// The answer of `/api/v1/databases`, made once: the databases are opened once.
     listing: String,
+    /// The errors already written to the log: a client that asks again and again for a
+    /// missing level writes its path once, not once a request.
+    logged: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -41,6 +45,9 @@ impl std::fmt::Debug for AppState {
         f.debug_struct("AppState").finish_non_exhaustive()
     }
 }
+
+/// The most distinct errors remembered as logged; past it each is logged every time.
+const LOGGED: usize = 4096;
 
 impl AppState {
     /// The state of a server of `databases`, running probes through `probes`.
@@ -64,8 +71,29 @@ impl AppState {
                 databases: databases.into_iter().map(Arc::new).collect(),
                 probes,
                 listing,
+                logged: Mutex::new(HashSet::new()),
             }),
         }
+    }
+}
+
+impl AppState {
+    /// The answer to the client for a probe's error `e` on `served`, which names no
+    /// server folder; the whole error, path and all, goes to the log (stderr) the first
+    /// time it happens. Errors of the client's input are not logged.
+    fn probe_error(&self, served: &Served, e: &crate::error::Error) -> ApiError {
+        let answer = ApiError::of(e, &served.name(), served.max_seeds);
+        if answer.status != 400 {
+            let line = format!("{}: {}", served.name(), e.one_line());
+            let mut logged = self.inner.logged.lock().unwrap_or_else(|p| p.into_inner());
+            if !logged.contains(&line) {
+                eprintln!("{line}");
+                if logged.len() < LOGGED {
+                    logged.insert(line);
+                }
+            }
+        }
+        answer
     }
 }
 
@@ -208,14 +236,14 @@ async fn position(
         let db: &Database = &served.db;
         let board = parse_counts(&[text])
             .and_then(|c| db.board(&c))
-            .map_err(|e| ApiError::of(&e))?;
-        let served = served.clone();
+            .map_err(|e| state.probe_error(served, &e))?;
+        let probed = served.clone();
         state
             .inner
             .probes
-            .run(move || served.db.query_json(&board, line).map(|v| v.to_string()))
+            .run(move || probed.db.query_json(&board, line).map(|v| v.to_string()))
             .await?
-            .map_err(|e| ApiError::of(&e))
+            .map_err(|e| state.probe_error(served, &e))
     };
     match answer.await {
         Ok(body) => json(StatusCode::OK, body, IMMUTABLE),

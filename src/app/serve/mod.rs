@@ -135,15 +135,43 @@ impl ApiError {
         }
     }
 
-    /// A library error: bad input is the client's (400), a level not built is not
-    /// found (404, naming the build command), anything else (a damaged file) is ours.
-    pub fn of(e: &Error) -> ApiError {
-        let status = match e.root() {
-            Error::Input(_) => 400,
-            Error::MissingLevel { .. } => 404,
-            _ => 500,
+    /// A library error met by a probe of the database `name` that serves levels
+    /// `0..=max_seeds`: bad input is the client's (400), a level not built is not found
+    /// (404, naming the levels served), anything else (a damaged file) is ours (500).
+    /// The words name no server folder (a client has no business knowing it; the
+    /// server's log keeps the whole error): a file by its name alone, no build command.
+    pub fn of(e: &Error, name: &str, max_seeds: Option<usize>) -> ApiError {
+        let file = |path: &std::path::Path| {
+            path.file_name()
+                .map_or_else(|| "a file".into(), |f| f.to_string_lossy().into_owned())
         };
-        ApiError::new(status, e.one_line())
+        match e.root() {
+            // Input errors echo what the client sent (pit counts), never a path.
+            Error::Input(m) => ApiError::new(400, m.clone()),
+            Error::MissingLevel { seeds, .. } => {
+                let served = match max_seeds {
+                    Some(m) => format!("served levels 0..={m}"),
+                    None => "no level is served".into(),
+                };
+                ApiError::new(
+                    404,
+                    format!("level {seeds} of {name} is not served here; {served}"),
+                )
+            }
+            Error::Format { path, problem } => {
+                ApiError::new(500, format!("{name}: {}: {problem}", file(path)))
+            }
+            Error::Io { path, source } => {
+                ApiError::new(500, format!("{name}: {}: {source}", file(path)))
+            }
+            Error::Compression { path, source } => {
+                ApiError::new(500, format!("{name}: {}: zstd: {source}", file(path)))
+            }
+            _ => ApiError::new(
+                500,
+                format!("{name} cannot answer this position; the server's log says why"),
+            ),
+        }
     }
 }
 
@@ -188,7 +216,14 @@ impl Probes {
         });
         match tokio::time::timeout(self.timeout, task).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(ApiError::new(500, format!("the probe failed: {e}"))),
+            // A panic's words may name a file: they go to the log, not to the client.
+            Ok(Err(e)) => {
+                eprintln!("a probe failed: {e}");
+                Err(ApiError::new(
+                    500,
+                    "the probe failed; the server's log says why",
+                ))
+            }
             Err(_) => Err(ApiError::new(
                 503,
                 format!(
@@ -207,9 +242,7 @@ pub fn serve(
     databases: Vec<Served>,
     started: impl FnOnce(SocketAddr),
 ) -> Result<()> {
-    if opts.threads == 0 {
-        return Err(Error::Input("--threads must be at least 1".into()));
-    }
+    crate::util::check_threads(opts.threads)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(opts.threads)
         .max_blocking_threads(opts.threads)
@@ -320,22 +353,40 @@ mod tests {
     }
 
     #[test]
-    fn errors_map_to_statuses() {
-        assert_eq!(ApiError::of(&Error::Input("bad".into())).status, 400);
+    fn errors_map_to_statuses_in_words_that_name_no_folder() {
+        let e = ApiError::of(&Error::Input("bad".into()), "awari-6", Some(16));
+        assert_eq!(e, ApiError::new(400, "bad"));
         let missing = Error::MissingLevel {
-            seeds: 3,
+            seeds: 48,
             rules: "awari",
             pits: 6,
-            dir: "db/awari-6".into(),
-            command: "awari build --max-seeds 3".into(),
+            dir: "/srv/secret/awari-6".into(),
+            command: "awari build --max-seeds 48 --dir /srv/secret".into(),
         };
-        let e = ApiError::of(&missing.context("probing"));
-        assert_eq!(e.status, 404);
-        assert!(
-            e.message.ends_with("run `awari build --max-seeds 3`"),
-            "{}",
-            e.message
+        let e = ApiError::of(&missing.context("probing"), "awari-6", Some(16));
+        assert_eq!(
+            e,
+            ApiError::new(
+                404,
+                "level 48 of awari-6 is not served here; served levels 0..=16"
+            )
         );
-        assert_eq!(ApiError::of(&Error::format("f", "damaged")).status, 500);
+        let damaged = Error::format("/srv/secret/awari-6/level-005.awl", "damaged payload");
+        assert_eq!(
+            ApiError::of(&damaged.context("level 7 needs it"), "awari-6", Some(16)),
+            ApiError::new(500, "awari-6: level-005.awl: damaged payload")
+        );
+        let io = Error::io("/srv/secret/x", std::io::Error::other("boom"));
+        assert_eq!(
+            ApiError::of(&io, "oware-4", None),
+            ApiError::new(500, "oware-4: x: boom")
+        );
+        let busy = Error::Busy {
+            dir: "/srv/secret".into(),
+            holder: "pid 1".into(),
+        };
+        let e = ApiError::of(&busy, "awari-6", Some(16));
+        assert_eq!(e.status, 500);
+        assert!(!e.message.contains("secret"), "{}", e.message);
     }
 }
