@@ -128,10 +128,11 @@ fn steps(block: &Block) -> Result<Vec<(usize, Step)>, String> {
         "console" => true,
         "sh" => false,
         "bash" | "shell" | "shell-session" => {
+            let (page, line, lang) = (block.page, block.line, &block.lang);
+            let want = "`console` (a transcript) or `sh` (commands)";
             return Err(format!(
-                "{} line {}: a shell block is `console` (a transcript) or `sh` (commands), not `{}`",
-                block.page, block.line, block.lang
-            ))
+                "{page} line {line}: a shell block is {want}, not `{lang}`"
+            ));
         }
         _ => return Ok(Vec::new()),
     };
@@ -275,7 +276,10 @@ fn readme_is_short_and_starts_with_the_two_commands() {
         "README.md has {lines} lines; at most {README_LINES} (the details go to GUIDE.md)"
     );
     let first = &blocks("README.md", &text)[0];
-    assert_eq!(first.lang, "sh", "the README's first block is the newcomer's commands");
+    assert_eq!(
+        first.lang, "sh",
+        "the README's first block is the newcomer's commands"
+    );
     assert_eq!(first.lines, FIRST_BLOCK, "the README's first block");
     let ci = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run")).unwrap();
     assert!(
@@ -306,7 +310,9 @@ fn links_resolve() {
             if let Some(a) = anchor {
                 let ok = target.ends_with(".md") && anchors(&read(target)).contains(a);
                 if !ok {
-                    bad.push(format!("{page}: link to {link}: no such heading in {target}"));
+                    bad.push(format!(
+                        "{page}: link to {link}: no such heading in {target}"
+                    ));
                 }
             }
         }
@@ -362,16 +368,28 @@ fn marks_are_read() {
             (16, run("awari count", false)),
         ]
     );
-    let b = block("sh", &["# not run by tests/docs.rs: MPI", "mpirun -np 2 awari"]);
+    let b = block(
+        "sh",
+        &["# not run by tests/docs.rs: MPI", "mpirun -np 2 awari"],
+    );
     assert_eq!(steps(&b).unwrap(), vec![(12, Step::Skip)]);
     let b = block("sh", &["# a comment", "mpirun -np 2 awari build"]);
     let e = steps(&b).unwrap_err();
-    assert!(e.contains("GUIDE.md line 12") && e.contains("mpirun"), "{e}");
-    let b = block("console", &["$ curl -s http://x/  # not run by tests/docs.rs:"]);
+    assert!(
+        e.contains("GUIDE.md line 12") && e.contains("mpirun"),
+        "{e}"
+    );
+    let b = block(
+        "console",
+        &["$ curl -s http://x/  # not run by tests/docs.rs:"],
+    );
     assert!(steps(&b).unwrap_err().contains("without a reason"));
     assert!(steps(&block("bash", &["awari count"])).is_err());
     assert_eq!(steps(&block("text", &["$ rm -rf /"])).unwrap(), vec![]);
-    assert_eq!(slug("The JSON interface of `query`"), "the-json-interface-of-query");
+    assert_eq!(
+        slug("The JSON interface of `query`"),
+        "the-json-interface-of-query"
+    );
     assert_eq!(
         slug("Rules, values and the file format"),
         "rules-values-and-the-file-format"
