@@ -21,12 +21,12 @@ use crate::util::{bytes, disk_available, group, memory_available, memory_total};
 pub const STATE_BYTES: u64 = 2;
 
 /// Packed size against raw, when no pack of the database has been measured: levels
-/// 16..=24 of Awari with the exit model (README, "Packing and sharing").
+/// 16..=24 of Awari with the exit model (GUIDE.md, "Packing and sharing").
 pub const DEFAULT_PACK_RATIO: f64 = 2.68;
 
 /// How the build rate falls with the size of the level: positions per second per thread
-/// go as `size^-RATE_FALL` once the level outgrows the caches. Fitted to the README's
-/// figures on a 2-core machine: 2.2M/s/thread on level 20 (80 million positions), 1.41M
+/// go as `size^-RATE_FALL` once the level outgrows the caches. Fitted to figures
+/// measured on a 2-core machine: 2.2M/s/thread on level 20 (80 million positions), 1.41M
 /// on level 28 (1.48 billion), a factor 0.64 for 18.5 times the size.
 pub const RATE_FALL: f64 = 0.15;
 
@@ -127,8 +127,9 @@ fn need(state: u64, lower: u64, spill: bool) -> u64 {
 }
 
 /// Wall time of a level built each way against the fast state reading at random: levels
-/// 24 to 26 of Awari, 2 threads (README, "Performance"; fast and streamed 1.01 to 1.14,
-/// compact and streamed 1.37 to 1.61, compact reading at random 1.38 on level 24).
+/// 24 to 26 of Awari, 2 threads (GUIDE.md, "Performance", and data/bench/: fast and
+/// streamed 1.01 to 1.14, compact and streamed 1.37 to 1.61, compact reading at random
+/// 1.38 on level 24).
 pub fn way_cost(way: (StateKind, Reads)) -> f64 {
     match way {
         (StateKind::Fast, Reads::Random) => 1.0,

@@ -1,0 +1,460 @@
+//! The commands shown in README.md and GUIDE.md run. Every fenced code block names its
+//! language; the shell blocks are `console` (a transcript: lines that start with `$ ` are
+//! commands, the rest is their output) and `sh` (every line that is not blank or a `#`
+//! comment is a command). Each command runs with `bash -c` in a scratch folder that holds
+//! the database of the README's first command (levels 0..=16 of Awari in `db/awari-6`),
+//! a `bench.csv` as GUIDE.md describes it, and an empty `data/`; `awari` is this build's
+//! binary, and `cargo run --release --` is read as `awari`. A command must exit with
+//! status 0, or with 1 where its line ends in `# exits 1: <why>`.
+//!
+//! A command that cannot run here (a long build, `mpirun`, `awari serve`, which does not
+//! end, a command that needs files the scratch folder lacks) says so on its line with
+//! `# not run by tests/docs.rs: <why>`; a block whose first line is that comment is
+//! skipped whole. A command that is neither runnable (every part of a pipeline or `&&`
+//! chain an `awari` command, or `printf`/`echo` feeding one) nor marked fails the test,
+//! naming its file and line. The one exception is `cargo test --release` in the README's
+//! first block: it is the suite this test is part of, and `.ci/run` runs it.
+//!
+//! The test also checks that the README stays short, that its first block is the two
+//! commands a newcomer runs, and that links to files and headings of the two pages
+//! resolve.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::BIN;
+
+/// The mark of a command, or of a whole block, that the test does not run.
+const SKIP: &str = "# not run by tests/docs.rs:";
+/// The mark of a command whose example shows an error: it must exit with status 1.
+const FAILS: &str = "# exits 1:";
+/// The pages whose commands run, in this order, in one scratch folder.
+const PAGES: [&str; 2] = ["README.md", "GUIDE.md"];
+/// The README's first block: the two commands a newcomer runs on a fresh machine.
+const FIRST_BLOCK: [&str; 2] = [
+    "cargo run --release -- build --max-seeds 16 && cargo run --release -- query 1 1 1 1 1 2 4 2 3 0 0 0",
+    "cargo test --release",
+];
+/// The test suite itself, which `.ci/run` runs.
+const SUITE: &str = "cargo test --release";
+/// The most lines the README may have.
+const README_LINES: usize = 350;
+/// The longest any one command may take.
+const COMMAND_LIMIT: Duration = Duration::from_secs(120);
+
+/// A fenced code block: its page, the line of its opening fence, its language and lines.
+struct Block {
+    page: &'static str,
+    line: usize,
+    lang: String,
+    lines: Vec<String>,
+}
+
+/// What to do with a command of a page.
+#[derive(Debug, PartialEq)]
+enum Step {
+    /// Run it; `fails` when it must exit with status 1.
+    Run { command: String, fails: bool },
+    /// A command the docs mark as not run here, with the reason they give.
+    Skip,
+    /// `cargo test --release`: the suite this test is part of.
+    Suite,
+}
+
+fn read(page: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(page);
+    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The fenced code blocks of a page; a fence without a language fails.
+fn blocks(page: &'static str, text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut open: Option<Block> = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if !t.starts_with("```") {
+            if let Some(b) = open.as_mut() {
+                b.lines.push(line.to_string());
+            }
+            continue;
+        }
+        match open.take() {
+            Some(b) => out.push(b),
+            None => {
+                let lang = t.trim_start_matches('`').trim().to_string();
+                assert!(
+                    !lang.is_empty(),
+                    "{page} line {}: a code block without a language (console, sh, text, rust, ...)",
+                    i + 1
+                );
+                open = Some(Block {
+                    page,
+                    line: i + 1,
+                    lang,
+                    lines: Vec::new(),
+                });
+            }
+        }
+    }
+    assert!(open.is_none(), "{page}: a code block is not closed");
+    out
+}
+
+/// Whether a command is one the test can run: every part of its pipelines and chains an
+/// `awari` command, or `printf`/`echo` feeding one.
+fn runnable(command: &str) -> bool {
+    let parts: Vec<&str> = command
+        .split("&&")
+        .flat_map(|p| p.split('|'))
+        .map(str::trim)
+        .collect();
+    parts.iter().any(|p| p.starts_with("awari "))
+        && parts.iter().all(|p| {
+            ["awari ", "printf ", "echo "]
+                .iter()
+                .any(|w| p.starts_with(w))
+        })
+}
+
+/// The commands of a shell block, each with its line in the page and what to do with it;
+/// an error names a command that is neither runnable nor marked.
+fn steps(block: &Block) -> Result<Vec<(usize, Step)>, String> {
+    let console = match block.lang.as_str() {
+        "console" => true,
+        "sh" => false,
+        "bash" | "shell" | "shell-session" => {
+            let (page, line, lang) = (block.page, block.line, &block.lang);
+            let want = "`console` (a transcript) or `sh` (commands)";
+            return Err(format!(
+                "{page} line {line}: a shell block is {want}, not `{lang}`"
+            ));
+        }
+        _ => return Ok(Vec::new()),
+    };
+    let where_ = |k: usize| format!("{} line {}", block.page, block.line + 1 + k);
+    let whole = block
+        .lines
+        .first()
+        .is_some_and(|l| l.trim_start().starts_with(SKIP));
+    let mut out = Vec::new();
+    for (k, line) in block.lines.iter().enumerate() {
+        let command = if console {
+            match line.strip_prefix("$ ") {
+                Some(c) => c.trim(),
+                None => continue,
+            }
+        } else {
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            t
+        };
+        if command.ends_with('\\') {
+            return Err(format!(
+                "{}: a command continued on the next line; write it on one line",
+                where_(k)
+            ));
+        }
+        if let Some((_, why)) = command.split_once(SKIP) {
+            if why.trim().is_empty() {
+                return Err(format!("{}: `{SKIP}` without a reason", where_(k)));
+            }
+            out.push((block.line + 1 + k, Step::Skip));
+            continue;
+        }
+        if whole {
+            out.push((block.line + 1 + k, Step::Skip));
+            continue;
+        }
+        if block.page == "README.md" && command == SUITE {
+            out.push((block.line + 1 + k, Step::Suite));
+            continue;
+        }
+        let (command, fails) = match command.split_once(FAILS) {
+            Some((c, why)) if !why.trim().is_empty() => (c.trim(), true),
+            Some(_) => return Err(format!("{}: `{FAILS}` without a reason", where_(k))),
+            None => (command, false),
+        };
+        let command = command.replace("cargo run --release -- ", "awari ");
+        if !runnable(&command) {
+            return Err(format!(
+                "{}: `{command}` is neither a command tests/docs.rs runs (awari, or printf/echo \
+                 piped into it) nor marked `{SKIP} <why>`",
+                where_(k)
+            ));
+        }
+        out.push((block.line + 1 + k, Step::Run { command, fails }));
+    }
+    Ok(out)
+}
+
+/// Runs one command in `dir` with `bin` first on the path; its exit status and output.
+fn run(dir: &Path, bin: &Path, logs: &Path, n: usize, command: &str) -> (Option<i32>, String) {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out_path = logs.join(format!("{n}.out"));
+    let out = fs::File::create(&out_path).unwrap();
+    let err = out.try_clone().unwrap();
+    let mut child = Command::new("bash")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("run bash");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if start.elapsed() > COMMAND_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status, fs::read_to_string(&out_path).unwrap_or_default())
+}
+
+/// The anchor GitHub gives a heading: lower case, punctuation other than `-` and `_`
+/// dropped, spaces as `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a page's headings (outside code blocks).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(slug(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// The targets of a page's markdown links `](target)`.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        if let Some(j) = rest.find(')') {
+            out.push(rest[..j].to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_is_short_and_starts_with_the_two_commands() {
+    let text = read("README.md");
+    let lines = text.lines().count();
+    assert!(
+        lines <= README_LINES,
+        "README.md has {lines} lines; at most {README_LINES} (the details go to GUIDE.md)"
+    );
+    let first = &blocks("README.md", &text)[0];
+    assert_eq!(
+        first.lang, "sh",
+        "the README's first block is the newcomer's commands"
+    );
+    assert_eq!(first.lines, FIRST_BLOCK, "the README's first block");
+    let ci = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == SUITE),
+        ".ci/run runs the README's test command, `{SUITE}`"
+    );
+}
+
+#[test]
+fn links_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut bad = Vec::new();
+    for page in PAGES {
+        let text = read(page);
+        for link in links(&text) {
+            if link.starts_with("http://") || link.starts_with("https://") {
+                continue;
+            }
+            let (file, anchor) = match link.split_once('#') {
+                Some((f, a)) => (f, Some(a)),
+                None => (link.as_str(), None),
+            };
+            let target = if file.is_empty() { page } else { file };
+            if !root.join(target).exists() {
+                bad.push(format!("{page}: link to {link}: no file {target}"));
+                continue;
+            }
+            if let Some(a) = anchor {
+                let ok = target.ends_with(".md") && anchors(&read(target)).contains(a);
+                if !ok {
+                    bad.push(format!(
+                        "{page}: link to {link}: no such heading in {target}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn shell_blocks_are_marked() {
+    // A page's commands are all runnable or marked, checked without running them, so that
+    // a mistake is named before the slow test below runs anything.
+    let mut bad = Vec::new();
+    for page in PAGES {
+        for b in blocks(page, &read(page)) {
+            if let Err(e) = steps(&b) {
+                bad.push(e);
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn marks_are_read() {
+    let block = |lang: &str, lines: &[&str]| Block {
+        page: "GUIDE.md",
+        line: 10,
+        lang: lang.to_string(),
+        lines: lines.iter().map(|s| s.to_string()).collect(),
+    };
+    let run = |c: &str, fails| Step::Run {
+        command: c.to_string(),
+        fails,
+    };
+    let b = block(
+        "console",
+        &[
+            "$ awari count --max-seeds 3",
+            "output",
+            "$ awari query 4 4 4  # exits 1: too few pits",
+            "$ awari serve  # not run by tests/docs.rs: does not end",
+            "$ printf '1\\n' | awari query --stdin",
+            "$ cargo run --release -- count",
+        ],
+    );
+    assert_eq!(
+        steps(&b).unwrap(),
+        vec![
+            (11, run("awari count --max-seeds 3", false)),
+            (13, run("awari query 4 4 4", true)),
+            (14, Step::Skip),
+            (15, run("printf '1\\n' | awari query --stdin", false)),
+            (16, run("awari count", false)),
+        ]
+    );
+    let b = block(
+        "sh",
+        &["# not run by tests/docs.rs: MPI", "mpirun -np 2 awari"],
+    );
+    assert_eq!(steps(&b).unwrap(), vec![(12, Step::Skip)]);
+    let b = block("sh", &["# a comment", "mpirun -np 2 awari build"]);
+    let e = steps(&b).unwrap_err();
+    assert!(
+        e.contains("GUIDE.md line 12") && e.contains("mpirun"),
+        "{e}"
+    );
+    let b = block(
+        "console",
+        &["$ curl -s http://x/  # not run by tests/docs.rs:"],
+    );
+    assert!(steps(&b).unwrap_err().contains("without a reason"));
+    assert!(steps(&block("bash", &["awari count"])).is_err());
+    assert_eq!(steps(&block("text", &["$ rm -rf /"])).unwrap(), vec![]);
+    assert_eq!(
+        slug("The JSON interface of `query`"),
+        "the-json-interface-of-query"
+    );
+    assert_eq!(
+        slug("Rules, values and the file format"),
+        "rules-values-and-the-file-format"
+    );
+}
+
+#[test]
+fn commands_in_the_docs_run() {
+    let scratch = tempfile::tempdir().unwrap();
+    let bin = scratch.path().join("bin");
+    let work = scratch.path().join("work");
+    let logs = scratch.path().join("logs");
+    for d in [&bin, &work, &logs, &work.join("data")] {
+        fs::create_dir_all(d).unwrap();
+    }
+    std::os::unix::fs::symlink(BIN, bin.join("awari")).unwrap();
+    // The rate GUIDE.md's plan example names: 2,000,000 positions a second per thread on
+    // level 20, in the columns of `awari bench --csv`.
+    fs::write(
+        work.join("bench.csv"),
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,\
+         positions_per_second_per_thread,peak_rss_bytes\n\
+         20,80214915,1,40.1075,,,2000000,\n",
+    )
+    .unwrap();
+
+    let mut ran = 0;
+    let mut skipped = 0;
+    let mut failures: Vec<String> = Vec::new();
+    let start = Instant::now();
+    for page in PAGES {
+        for b in blocks(page, &read(page)) {
+            let steps = steps(&b).unwrap_or_else(|e| panic!("{e}"));
+            for (line, step) in steps {
+                let (command, fails) = match step {
+                    Step::Run { command, fails } => (command, fails),
+                    Step::Skip | Step::Suite => {
+                        skipped += 1;
+                        continue;
+                    }
+                };
+                ran += 1;
+                let t = Instant::now();
+                let (status, output) = run(&work, &bin, &logs, ran, &command);
+                let want = if fails { 1 } else { 0 };
+                eprintln!(
+                    "{page} line {line}: {command}: status {status:?} in {:.1} s",
+                    t.elapsed().as_secs_f64()
+                );
+                if status != Some(want) {
+                    let tail: Vec<&str> = output.lines().rev().take(20).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    failures.push(format!(
+                        "{page} line {line}: `{command}` exited with {status:?}, expected {want}; \
+                         its last lines:\n{}",
+                        tail.join("\n")
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{ran} commands run, {skipped} marked as not run, in {:.1} s",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(ran >= 10, "only {ran} commands of the docs ran");
+}
