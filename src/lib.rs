@@ -171,7 +171,7 @@ pub mod expert {
 
     /// The build benchmark of `awari bench`.
     pub mod bench {
-        pub use crate::app::bench::{bench, csv, BenchOptions, Run};
+        pub use crate::app::bench::{bench, csv, probe_latency, BenchOptions, ProbeReport, Run};
     }
 
     /// The independent solver of the tests and `awari variants`: value iteration over the

@@ -12,7 +12,7 @@ use tempfile::TempDir;
 
 mod common;
 
-use common::{awari, awari_with_input, ok, text, BIN};
+use common::{awari, awari_with_input, ok, run, text, BIN};
 
 /// The Romein-Bal example (DESIGN.md section 2): 16 seeds.
 const RB_EXAMPLE: &str = "1 1 1 1 1 2 4 2 3 0 0 0";
@@ -706,6 +706,45 @@ fn bench_times_each_thread_count_and_writes_csv() {
     assert!(!scratch.join("threads-1").exists() && !scratch.join("threads-2").exists());
     let e = fail(&["bench", "--threads", "0"]);
     assert!(e.contains("--threads"), "{e}");
+}
+
+/// `bench --probe`: the latency of probes of a built database, raw and packed, and its
+/// refusals.
+#[test]
+fn bench_probe_times_probes_of_raw_and_packed_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    ok(&["build", "--max-seeds", "8", "--dir", root]);
+    let probe = |max: &str| {
+        run(&[
+            "bench",
+            "--probe",
+            "--dir",
+            root,
+            "--max-seeds",
+            max,
+            "--samples",
+            "5000",
+        ])
+    };
+    let (done, out, err) = probe("8");
+    assert!(done, "{err}");
+    assert!(
+        out.starts_with("5,000 probes of levels 0..=8 (9 raw, 0 packed), warm: p50 "),
+        "{out}"
+    );
+    ok(&["pack", "--dir", root, "--all", "--remove-raw"]);
+    let (done, out, err) = probe("8");
+    assert!(done, "{err}");
+    assert!(out.contains("(0 raw, 9 packed)"), "{out}");
+    // A level not built, no samples: one line each.
+    let (done, _, err) = probe("9");
+    assert!(
+        !done && err.contains("level 9") && err.lines().count() == 2,
+        "{err}"
+    );
+    let e = fail(&["bench", "--probe", "--dir", root, "--samples", "0"]);
+    assert!(e.contains("--samples must be at least 1"), "{e}");
 }
 
 /// A reader that stops early (`awari count | head -1`) ends the output quietly: no error

@@ -133,3 +133,77 @@ pub fn csv(runs: &[Run]) -> String {
     }
     out
 }
+
+/// What an in-process probe costs: the latencies of probing random stored positions of
+/// levels `0..=max_seeds` one at a time, after a pass that warms the caches (the pages of
+/// raw levels, the block cache of packed ones).
+#[derive(Clone, Debug)]
+pub struct ProbeReport {
+    /// Positions probed (each timed).
+    pub samples: usize,
+    /// Median latency, in nanoseconds.
+    pub p50_ns: f64,
+    /// 99th percentile latency, in nanoseconds.
+    pub p99_ns: f64,
+    /// Mean latency, in nanoseconds.
+    pub mean_ns: f64,
+    /// Levels read from packed files among `0..=max_seeds`.
+    pub packed_levels: usize,
+}
+
+/// Probes `samples` stored positions of levels `0..=max_seeds` of `tb` (board size
+/// `pits`), drawn with `seed`: a level uniformly, then a position of it uniformly (levels
+/// of one or two positions repeat often, which a program probing an endgame also does).
+/// Each probe goes through [`Tablebase::probe`](crate::Tablebase::probe), ranking
+/// included, and is timed alone.
+pub fn probe_latency(
+    tb: &crate::app::tablebase::Tablebase,
+    pits: usize,
+    max_seeds: usize,
+    samples: usize,
+    seed: u64,
+) -> Result<ProbeReport> {
+    use crate::app::tablebase::Position;
+    let db = tb.database(pits)?;
+    let index = db.index();
+    let mut random = crate::app::play::Random::new(seed);
+    let mut positions = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let n = (random.next_u64() % (max_seeds as u64 + 1)) as usize;
+        let i = random.next_u64() % index.level_size(n);
+        positions.push(Position::from(index.unrank(n, i)));
+    }
+    let mut packed_levels = 0;
+    for n in 0..=max_seeds {
+        if matches!(db.level(n)?, crate::db::store::LevelFile::Packed(_)) {
+            packed_levels += 1;
+        }
+    }
+    // Warm: every level opened and checked, its pages and blocks read once.
+    let mut sum = 0i64;
+    for p in &positions {
+        sum += tb.probe(p)?.margin() as i64;
+    }
+    let mut ns = Vec::with_capacity(samples);
+    let mut again = 0i64;
+    for p in &positions {
+        let t = std::time::Instant::now();
+        let v = tb.probe(p)?;
+        ns.push(t.elapsed().as_nanos() as f64);
+        again += v.margin() as i64;
+    }
+    if sum != again {
+        return Err(Error::Input(
+            "a probe answered differently the second time".into(),
+        ));
+    }
+    ns.sort_by(f64::total_cmp);
+    let at = |q: f64| ns[((ns.len() - 1) as f64 * q).round() as usize];
+    Ok(ProbeReport {
+        samples,
+        p50_ns: at(0.5),
+        p99_ns: at(0.99),
+        mean_ns: ns.iter().sum::<f64>() / ns.len().max(1) as f64,
+        packed_levels,
+    })
+}

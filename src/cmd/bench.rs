@@ -5,14 +5,15 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use awari::expert::bench::{bench, csv as to_csv, BenchOptions};
+use awari::expert::bench::{bench, csv as to_csv, probe_latency, BenchOptions};
 use awari::expert::figures::group;
 use awari::expert::Index;
 use awari::Rules;
 
 /// Benchmark the builder: build levels 0..=N from scratch with each thread count, and
 /// print per level the seconds, positions per second per thread, peak memory and the
-/// speed-up of the last thread count over the first.
+/// speed-up of the last thread count over the first. With `--probe`: the latency of an
+/// in-process probe of random positions of levels 0..=N of a built database instead.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Highest level to build.
@@ -34,6 +35,17 @@ pub struct BenchArgs {
     /// Also write the figures as CSV to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// Measure probes instead of builds: random stored positions of levels 0..=N of the
+    /// database under `--dir` (raw or packed, as built), each probed once to warm the
+    /// caches and once timed; prints the median and 99th percentile.
+    #[arg(long)]
+    probe: bool,
+    /// The database root that `--probe` reads.
+    #[arg(long, default_value = "db", requires = "probe")]
+    dir: PathBuf,
+    /// Positions that `--probe` times.
+    #[arg(long, default_value_t = 1_000_000, requires = "probe")]
+    samples: usize,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -44,7 +56,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         rules,
         scratch,
         csv,
+        probe,
+        dir,
+        samples,
     } = args;
+    if probe {
+        return probe_bench(&dir, rules, pits, max_seeds, samples);
+    }
     if threads.is_empty() {
         bail!("--threads needs one or more counts of at least 1, e.g. 1,2");
     }
@@ -131,5 +149,36 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if !same {
         bail!("thread counts wrote different level files: the builder is not deterministic");
     }
+    Ok(())
+}
+
+/// `awari bench --probe`: the latency of in-process probes.
+fn probe_bench(
+    dir: &std::path::Path,
+    rules: Rules,
+    pits: usize,
+    max_seeds: usize,
+    samples: usize,
+) -> anyhow::Result<()> {
+    if samples == 0 {
+        bail!("--samples must be at least 1");
+    }
+    Index::new(pits, max_seeds)?;
+    let tb = awari::Tablebase::open_rules(dir, rules)?;
+    eprintln!(
+        "probing {} random positions of {rules}-{pits} levels 0..={max_seeds} under {}",
+        group(samples as u64),
+        dir.display()
+    );
+    let r = probe_latency(&tb, pits, max_seeds, samples, 1)?;
+    println!(
+        "{} probes of levels 0..={max_seeds} ({} raw, {} packed), warm: p50 {:.3} us, p99 {:.3} us, mean {:.3} us",
+        group(r.samples as u64),
+        max_seeds + 1 - r.packed_levels,
+        r.packed_levels,
+        r.p50_ns / 1e3,
+        r.p99_ns / 1e3,
+        r.mean_ns / 1e3
+    );
     Ok(())
 }
