@@ -7,11 +7,11 @@
 pub const MAX_THREADS: usize = 1024;
 
 /// `--threads` checked: `1..=MAX_THREADS`, or the error line that says so.
-pub fn check_threads(threads: usize) -> crate::Result<usize> {
+pub fn check_threads(threads: usize) -> crate::error::Result<usize> {
     if (1..=MAX_THREADS).contains(&threads) {
         Ok(threads)
     } else {
-        Err(crate::Error::Input(format!(
+        Err(crate::error::Error::Input(format!(
             "--threads must be 1..={MAX_THREADS}, not {threads}"
         )))
     }

@@ -1,7 +1,7 @@
 //! The library's public items, as `src/lib.rs` re-exports them, against the list committed
 //! in `tests/public-api.txt`: a change of the surface is a deliberate diff. After a
-//! change meant to be made, `AWARI_BLESS=1 cargo test --release --test api` writes the
-//! list again.
+//! change meant to be made, `AWARI_BLESS=1 cargo test --release --test tests api::`
+//! writes the list again.
 
 use std::fs;
 use std::path::Path;
@@ -116,7 +116,7 @@ fn the_public_items_are_the_committed_list() {
         let removed: Vec<&&str> = old.iter().filter(|l| !new.contains(l)).collect();
         panic!(
             "the public surface changed: added {added:?}, removed {removed:?}; if meant, run \
-             AWARI_BLESS=1 cargo test --release --test api and commit tests/public-api.txt"
+             AWARI_BLESS=1 cargo test --release --test tests api:: and commit tests/public-api.txt"
         );
     }
 }

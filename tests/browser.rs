@@ -17,9 +17,7 @@ use serde_json::{json, Value};
 
 use awari::Rules;
 
-mod common;
-
-use common::{build_levels, BIN};
+use crate::common::{build_levels, BIN};
 
 const START: &str = "1,1,1,1,1,2,4,2,3,0,0,0";
 

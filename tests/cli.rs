@@ -10,9 +10,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
-mod common;
-
-use common::{awari, awari_with_input, ok, run, text, BIN};
+use crate::common::{awari, awari_with_input, ok, run, text, BIN};
 
 /// The Romein-Bal example (DESIGN.md section 2): 16 seeds.
 const RB_EXAMPLE: &str = "1 1 1 1 1 2 4 2 3 0 0 0";

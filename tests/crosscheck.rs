@@ -1,26 +1,24 @@
-//! The builder against the reference (value iteration from zero) on every position of
+//! The builder against the tests' oracle (value iteration from zero) on every position of
 //! small levels, for both rule sets, and against the published Romein-Bal example.
 
-mod common;
-
+use crate::common::{build_db, Oracle};
 use awari::Rules;
-use common::{build_db, Reference};
 
 /// Every position of levels 0..=max, stored ones read from the files and the others
-/// answered from their children, equals the reference.
+/// answered from their children, equals the oracle.
 fn check(pits: usize, rules: Rules, max: usize) {
     let dir = tempfile::tempdir().unwrap();
     let db = build_db(dir.path(), rules, pits, max);
-    let reference = Reference::solve(pits, rules, max);
+    let oracle = Oracle::solve(pits, rules, max);
     let mut checked = 0u64;
     let mut nonzero = 0u64;
-    for (n, level) in reference.levels.iter().enumerate() {
+    for (n, level) in oracle.levels.iter().enumerate() {
         let mut stored = 0u64;
         for (board, &want) in level {
             let got = db.probe(board).unwrap();
             assert_eq!(
                 got, want,
-                "{rules} P={pits} position {board}: builder {got}, reference {want}"
+                "{rules} P={pits} position {board}: builder {got}, oracle {want}"
             );
             if board.is_stored() {
                 stored += 1;
@@ -34,9 +32,9 @@ fn check(pits: usize, rules: Rules, max: usize) {
     // real sweeps on the larger levels.
     assert!(nonzero * 2 > checked, "{nonzero} of {checked} non-zero");
     assert!(
-        *reference.sweeps.iter().max().unwrap() > 5,
+        *oracle.sweeps.iter().max().unwrap() > 5,
         "{:?}",
-        reference.sweeps
+        oracle.sweeps
     );
 }
 
@@ -74,8 +72,8 @@ fn two_and_five_pits_small_levels() {
 fn the_rules_differ_where_they_should() {
     // Under Oware the grand slam and the game end without feeding change values; a
     // database of one rule set must not equal the other's.
-    let a = Reference::solve(4, Rules::Awari, 8);
-    let o = Reference::solve(4, Rules::Oware, 8);
+    let a = Oracle::solve(4, Rules::Awari, 8);
+    let o = Oracle::solve(4, Rules::Oware, 8);
     let differ = a.levels[8]
         .iter()
         .filter(|(b, v)| o.levels[8][b] != **v)
@@ -113,7 +111,10 @@ fn principal_variations_score_the_value() {
         let db = build_db(dir.path(), rules, pits, max);
         let mut won = 0;
         for n in 0..=max {
-            for board in common::all_positions(pits, n).into_iter().step_by(61) {
+            for board in crate::common::all_positions(pits, n)
+                .into_iter()
+                .step_by(61)
+            {
                 let v = db.probe(&board).unwrap();
                 let line = db.line(&board, 100_000).unwrap();
                 assert_eq!(line.score[0] + line.score[1], n as f64, "{board}: {line:?}");

@@ -8,9 +8,7 @@ use awari::expert::dist::{build_slices, list_slices, Comm, DistOptions, LocalCom
 use awari::expert::{db_dir, level_path};
 use awari::{Rules, StateKind};
 
-mod common;
-
-use common::{ok, run};
+use crate::common::{ok, run};
 
 /// Builds levels `0..=top` over `ranks` ranks with the solver state `state`, rank `r`
 /// keeping its slices under `root/rank<r>`.

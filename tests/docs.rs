@@ -19,15 +19,13 @@
 //! commands a newcomer runs, and that links to files and headings of the two pages
 //! resolve.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::BIN;
+use crate::common::BIN;
 
 /// The mark of a command, or of a whole block, that the test does not run.
 const SKIP: &str = "# not run by tests/docs.rs:";

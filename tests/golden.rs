@@ -9,9 +9,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-mod common;
-
-use common::ok;
+use crate::common::ok;
 
 const GOLDEN: &str = include_str!("../data/golden-checksums.tsv");
 const GOLDEN_NAME: &str = "data/golden-checksums.tsv";

@@ -9,9 +9,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-mod common;
-
-use common::{ok, text, BIN};
+use crate::common::{ok, text, BIN};
 
 /// `mpirun -np ranks awari args...`, allowed to run as root and with more ranks than
 /// cores.

@@ -14,9 +14,7 @@ use awari::expert::romein_bal::{export, import, scores_path, ImportOptions};
 use awari::expert::{db_dir, level_path, packed_path, Database, Index};
 use awari::{verify, Rules, VerifyOptions};
 
-mod common;
-
-use common::{build_levels, run};
+use crate::common::{build_levels, run};
 
 const TOP: usize = 16;
 

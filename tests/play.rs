@@ -4,8 +4,6 @@
 //! answered and asked again; reproducible weaker play; a missing level named with its
 //! build command.
 
-mod common;
-
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -15,7 +13,7 @@ use awari::expert::{Board, Database};
 use awari::Rules;
 use tempfile::TempDir;
 
-use common::BIN;
+use crate::common::BIN;
 
 /// What a finished game printed.
 struct Transcript {
@@ -106,7 +104,7 @@ fn perfect_games_end_at_the_start_value() {
     let dir = TempDir::new().unwrap();
     let mut repeats = 0;
     for rules in [Rules::Awari, Rules::Oware] {
-        let db = common::build_db(dir.path(), rules, 6, 12);
+        let db = crate::common::build_db(dir.path(), rules, 6, 12);
         let start = Board::start(6, 1);
         let v = db.probe(&start).unwrap() as f64;
         for (first, sign) in [("me", 1.0), ("db", -1.0)] {
@@ -145,9 +143,9 @@ fn perfect_games_end_at_the_start_value() {
 #[test]
 fn won_and_lost_starts_are_converted() {
     let dir = TempDir::new().unwrap();
-    let db = common::build_db(dir.path(), Rules::Awari, 6, 11);
+    let db = crate::common::build_db(dir.path(), Rules::Awari, 6, 11);
     let mut games = 0;
-    for (i, b) in common::all_positions(6, 11).iter().enumerate() {
+    for (i, b) in crate::common::all_positions(6, 11).iter().enumerate() {
         if i % 5_000 != 0 || !b.is_stored() {
             continue;
         }
@@ -168,14 +166,14 @@ fn won_and_lost_starts_are_converted() {
 #[test]
 fn bad_input_asks_again() {
     let dir = TempDir::new().unwrap();
-    common::build_db(dir.path(), Rules::Awari, 6, 6);
+    crate::common::build_db(dir.path(), Rules::Awari, 6, 6);
     // Awari: 'a' would leave the empty opponent row empty while 'f' feeds it.
     let input =
         "z\n0\n7\n-1\nfoo\n\n99999999999999999999999\n\u{e9}\nb\na\nhint\nundo\nf\nundo\nquit\n";
     let root = dir.path().to_str().unwrap();
     let mut args = vec!["play", "--dir", root, "--position"];
     args.extend("1 0 0 0 0 1 0 0 0 0 0 0".split(' '));
-    let out = common::awari_with_input(&args, input.as_bytes());
+    let out = crate::common::awari_with_input(&args, input.as_bytes());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -212,7 +210,7 @@ fn bad_input_asks_again() {
 #[test]
 fn weaker_play_is_reproducible_and_gives_seeds_away() {
     let dir = TempDir::new().unwrap();
-    let db = common::build_db(dir.path(), Rules::Awari, 6, 12);
+    let db = crate::common::build_db(dir.path(), Rules::Awari, 6, 12);
     let mut given = 0;
     for seed in ["1", "2", "3"] {
         let args = ["--seeds-per-pit", "1", "--strength", "0", "--seed", seed];
@@ -235,16 +233,16 @@ fn weaker_play_is_reproducible_and_gives_seeds_away() {
 #[test]
 fn a_missing_level_names_the_build() {
     let dir = TempDir::new().unwrap();
-    common::build_db(dir.path(), Rules::Awari, 6, 8);
+    crate::common::build_db(dir.path(), Rules::Awari, 6, 8);
     let root = dir.path().to_str().unwrap();
-    let out = common::awari(&["play", "--dir", root, "--seeds-per-pit", "2"]);
+    let out = crate::common::awari(&["play", "--dir", root, "--seeds-per-pit", "2"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("error: level 24 "), "{err}");
     assert!(err.contains("awari build --max-seeds 24"), "{err}");
     // Without --seeds-per-pit and with nothing big enough built: the smallest start.
-    let out = common::awari(&["play", "--dir", root]);
+    let out = crate::common::awari(&["play", "--dir", root]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("awari build --max-seeds 12"), "{err}");
 }
@@ -255,9 +253,9 @@ fn a_missing_level_names_the_build() {
 #[test]
 fn loss_per_move_falls_with_strength() {
     let dir = TempDir::new().unwrap();
-    let db = common::build_db(dir.path(), Rules::Awari, 6, 10);
+    let db = crate::common::build_db(dir.path(), Rules::Awari, 6, 10);
     let mut values = Vec::new();
-    for b in common::all_positions(6, 10) {
+    for b in crate::common::all_positions(6, 10) {
         let a = db.analyze(&b).unwrap();
         if a.moves.len() > 1 {
             values.push(a.moves.iter().map(|m| m.value).collect::<Vec<i8>>());
@@ -299,7 +297,7 @@ fn loss_per_move_falls_with_strength() {
 fn the_database_refuses_to_move_out_of_turn() {
     use awari::expert::play::{Game, Side};
     let dir = TempDir::new().unwrap();
-    let db = common::build_db(dir.path(), Rules::Awari, 6, 6);
+    let db = crate::common::build_db(dir.path(), Rules::Awari, 6, 6);
     let start = Board::from_counts(6, &[1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0]).unwrap();
     let mut game = Game::new(&db, start, Side::Me, 100, 1).unwrap();
     let e = game.play_db().unwrap_err().to_string();

@@ -15,8 +15,6 @@ use axum::http::{HeaderName, HeaderValue, Method, Request};
 use proptest::prelude::*;
 use tower::ServiceExt;
 
-mod common;
-
 /// A small served root, built once: awari-6 levels 0..=8 and oware-4 levels 0..=6, in a
 /// folder whose name no answer may carry.
 fn root() -> &'static tempfile::TempDir {
@@ -26,8 +24,8 @@ fn root() -> &'static tempfile::TempDir {
             .prefix("awari-router-secret-")
             .tempdir()
             .unwrap();
-        common::build_levels(tmp.path(), Rules::Awari, 6, 8);
-        common::build_levels(tmp.path(), Rules::Oware, 4, 6);
+        crate::common::build_levels(tmp.path(), Rules::Awari, 6, 8);
+        crate::common::build_levels(tmp.path(), Rules::Oware, 4, 6);
         tmp
     })
 }

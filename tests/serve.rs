@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use awari::expert::{db_dir, level_path, Index};
 use awari::Rules;
 
-mod common;
-
-use common::{awari_with_input, build_levels, ok, BIN};
+use crate::common::{awari_with_input, build_levels, ok, BIN};
 
 /// The databases served: levels 0..=13 of awari-6 and oware-6 (raw) and 0..=10 of
 /// awari-4 (packed), built once and kept between runs in the target folder.
@@ -299,7 +297,7 @@ fn bad_input_gets_a_4xx_in_the_words_of_the_cli_and_the_server_goes_on() {
     }
     // The CLI says the same words.
     let r = root().to_str().unwrap();
-    let out = common::awari(&[
+    let out = crate::common::awari(&[
         "query", "--dir", r, "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "1", "x",
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("'x' is not a number of seeds"));
@@ -574,7 +572,7 @@ fn sigterm_stops_the_server_and_bad_setups_are_one_error_line() {
 
     let empty = tempfile::tempdir().unwrap();
     let e = empty.path().to_str().unwrap();
-    let (good, _, err) = common::run(&["serve", "--dir", e, "--bind", "127.0.0.1:0"]);
+    let (good, _, err) = crate::common::run(&["serve", "--dir", e, "--bind", "127.0.0.1:0"]);
     assert!(!good);
     assert_eq!(
         err,
@@ -584,14 +582,14 @@ fn sigterm_stops_the_server_and_bad_setups_are_one_error_line() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = held.local_addr().unwrap().to_string();
     let (good, _, err) =
-        common::run(&["serve", "--dir", root().to_str().unwrap(), "--bind", &addr]);
+        crate::common::run(&["serve", "--dir", root().to_str().unwrap(), "--bind", &addr]);
     assert!(!good);
     assert!(
         err.starts_with(&format!("error: cannot listen on {addr}: ")),
         "{err}"
     );
     let (good, _, err) =
-        common::run(&["serve", "--dir", root().to_str().unwrap(), "--threads", "0"]);
+        crate::common::run(&["serve", "--dir", root().to_str().unwrap(), "--threads", "0"]);
     assert!(!good);
     assert_eq!(err, "error: --threads must be 1..=1024, not 0\n");
 }

@@ -2,9 +2,7 @@
 //! probing every position, the text table and `--json` against the library, the SVG chart
 //! opened and read, and the errors of a missing database or a chart that is not SVG.
 
-mod common;
-
-use common::{awari, ok, text};
+use crate::common::{awari, ok, text};
 
 use std::path::Path;
 
@@ -34,7 +32,7 @@ fn error_line(args: &[&str]) -> String {
 /// A database of levels 0..=TOP under a fresh folder.
 fn small_db() -> (TempDir, Database) {
     let tmp = TempDir::new().unwrap();
-    let db = common::build_db(tmp.path(), Rules::Awari, 6, TOP);
+    let db = crate::common::build_db(tmp.path(), Rules::Awari, 6, TOP);
     (tmp, db)
 }
 

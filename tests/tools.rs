@@ -12,9 +12,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 use tempfile::TempDir;
 
-mod common;
-
-use common::{awari, awari_with_input, ok, text};
+use crate::common::{awari, awari_with_input, ok, text};
 
 /// Levels built for the tests: 4.4 million positions at the top, a second to build.
 const MAX: u64 = 14;

@@ -13,9 +13,7 @@ use awari::expert::reference::Reference;
 use awari::expert::{db_dir, legal_moves, level_path, Board, Database, Index};
 use awari::{verify, Rules, VerifyOptions};
 
-mod common;
-
-use common::{build_db, run};
+use crate::common::{build_db, run};
 
 fn options(root: &Path, rules: Rules, pits: usize, deep: bool) -> VerifyOptions {
     VerifyOptions {

@@ -1,9 +1,8 @@
-//! A reference solver written only for the tests: value iteration from zero (DESIGN.md
-//! section 2(b)) over every position of a level, stored or not, with positions found by
-//! a hash map (no ranking, no level files, no un-moves). It shares only the rules code
-//! with the builder. Also the shared set-up of the integration tests.
-
-#![allow(dead_code)]
+//! The shared set-up of the integration tests, and their own solver, the oracle (named
+//! apart from the library's `expert::reference`, which `awari variants` uses): value
+//! iteration from zero (DESIGN.md section 2(b)) over every position of a level, stored or
+//! not, with positions found by a hash map (no ranking, no level files, no un-moves). It
+//! shares only the rules code with the builder.
 
 use std::collections::HashMap;
 
@@ -108,19 +107,19 @@ pub fn all_positions(p: usize, n: usize) -> Vec<Board> {
 }
 
 /// Exact values of every position of levels `0..=max`, by value iteration per level.
-pub struct Reference {
+pub struct Oracle {
     pub levels: Vec<HashMap<Board, i8>>,
     /// Sweeps value iteration took per level, to show the reference really iterates.
     pub sweeps: Vec<usize>,
 }
 
-impl Reference {
+impl Oracle {
     pub fn value(&self, b: &Board) -> i8 {
         self.levels[b.seeds()][b]
     }
 
-    pub fn solve(p: usize, rules: Rules, max: usize) -> Reference {
-        let mut r = Reference {
+    pub fn solve(p: usize, rules: Rules, max: usize) -> Oracle {
+        let mut r = Oracle {
             levels: Vec::new(),
             sweeps: Vec::new(),
         };

@@ -1,0 +1,29 @@
+//! The integration tests, one binary (as ripgrep does): one module per subject, the
+//! helpers in `common`. `mpi` and `browser` need their features (and `.ci/run` installs
+//! what they run).
+
+mod common;
+
+mod api;
+#[cfg(feature = "browser")]
+mod browser;
+mod cli;
+mod crosscheck;
+mod dist;
+mod docs;
+mod golden;
+mod layers;
+#[cfg(feature = "mpi")]
+mod mpi;
+mod pack;
+mod play;
+mod properties;
+#[cfg(feature = "serve")]
+mod router;
+#[cfg(feature = "serve")]
+mod serve;
+mod states;
+mod stats;
+mod tools;
+mod variants;
+mod verify;
