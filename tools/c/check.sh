@@ -32,7 +32,10 @@ if [ $# -ge 1 ]; then
     db="$1"
 else
     db="$tmp/db"
-    "$awari" build --max-seeds 16 --dir "$db" >/dev/null
+    if ! "$awari" build --max-seeds 16 --dir "$db" >"$tmp/build.log" 2>&1; then
+        cat "$tmp/build.log" >&2
+        exit 1
+    fi
 fi
 
 positions=(
