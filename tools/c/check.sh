@@ -13,17 +13,20 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 here=tools/c
-out="$here/target/example"
+# CARGO_TARGET_DIR (as .ci/run sets it, to share the main crate's build) or the crate's own.
+target="${CARGO_TARGET_DIR:-$here/target}"
+out="$target/c-example"
 mkdir -p "$out"
 
 cargo build --release --quiet --manifest-path "$here/Cargo.toml"
 cargo build --release --quiet --bin awari
 awari="$root/target/release/awari"
+[ -n "${CARGO_TARGET_DIR:-}" ] && awari="$CARGO_TARGET_DIR/release/awari"
 
 # Static: the example runs without LD_LIBRARY_PATH. The system libraries are those
 # `cargo rustc --crate-type staticlib -- --print native-static-libs` names (Linux, glibc).
 cc -O2 -std=c99 -Wall -Wextra -Werror -pedantic -I"$here" "$here/example.c" \
-    "$here/target/release/libawari_c.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc \
+    "$target/release/libawari_c.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc \
     -o "$out/example"
 
 tmp="$(mktemp -d)"
