@@ -10,3 +10,117 @@ pub mod pack;
 pub mod raw;
 pub mod slice;
 pub mod store;
+
+/// The decoders of file headers fed random bytes, and valid headers with bytes changed:
+/// an error, never a panic.
+#[cfg(test)]
+mod decoders {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    use super::layout::Expect;
+    use super::model::Model;
+    use super::pack::{pack_payload, PackHeader, PackOptions, PackedLevel};
+    use super::raw::Header;
+    use super::slice::SliceHeader;
+    use crate::game::rules::Rules;
+
+    /// Every decoder on `bytes`: each may refuse them, none may panic.
+    fn decode_all(bytes: &[u8]) {
+        let path = Path::new("x");
+        let _ = Header::decode(path, bytes);
+        let _ = PackHeader::decode(path, bytes);
+        let _ = SliceHeader::decode(path, bytes);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn random_bytes_are_refused_not_panicked(
+            bytes in proptest::collection::vec(any::<u8>(), 0..6000)
+        ) {
+            decode_all(&bytes);
+        }
+
+        #[test]
+        fn changed_headers_are_refused_not_panicked(
+            at in proptest::collection::vec((0usize..4200, any::<u8>()), 1..6),
+            cut in 0usize..4200,
+        ) {
+            let raw = Header {
+                rules: Rules::Awari,
+                pits: 6,
+                seeds: 9,
+                positions: 1000,
+                checksum: 7,
+            }
+            .encode();
+            let slice = SliceHeader {
+                rules: Rules::Oware,
+                pits: 4,
+                seeds: 9,
+                positions: 1000,
+                checksum: 7,
+                range: 300..600,
+                ranks: 3,
+                rank: 1,
+            }
+            .encode();
+            for good in [&raw[..], &slice[..]] {
+                let mut bytes = good.to_vec();
+                for &(i, b) in &at {
+                    if i < bytes.len() {
+                        bytes[i] = b;
+                    }
+                }
+                decode_all(&bytes);
+                decode_all(&bytes[..cut.min(bytes.len())]);
+            }
+        }
+    }
+
+    /// A packed level with bytes changed anywhere, header, block table or blocks: opened
+    /// and decoded, it is refused or read, never a panic.
+    #[test]
+    fn changed_packs_are_refused_not_panicked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("level-009.awp");
+        let payload: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 19) as u8).collect();
+        let opts = PackOptions {
+            block: 512,
+            model: Model::Plain,
+            ..PackOptions::default()
+        };
+        pack_payload(&path, Rules::Awari, 6, 9, &payload, &opts, &[]).unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let expect = Expect {
+            rules: Rules::Awari,
+            pits: 6,
+            seeds: 9,
+            positions: payload.len() as u64,
+        };
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(300));
+        let changes = proptest::collection::vec((0..good.len(), any::<u8>()), 1..4);
+        runner
+            .run(&(changes, 0..=good.len()), |(changes, cut)| {
+                let mut bytes = good.clone();
+                for (i, b) in changes {
+                    bytes[i] = b;
+                }
+                bytes.truncate(cut.max(1));
+                decode_all(&bytes);
+                let bad = dir.path().join("bad").join("level-009.awp");
+                std::fs::create_dir_all(bad.parent().unwrap()).unwrap();
+                std::fs::write(&bad, &bytes).unwrap();
+                if let Ok(level) = PackedLevel::open(&bad, &expect) {
+                    let mut out = vec![0u8; payload.len()];
+                    let _ = level.decode_into(&mut out);
+                    let _ = level.stored(4999);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+}

@@ -77,7 +77,7 @@ pub struct SliceHeader {
 }
 
 impl SliceHeader {
-    fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
+    pub(crate) fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
         let mut h = [0u8; PAYLOAD_OFFSET];
         let level = Header {
             rules: self.rules,
@@ -96,7 +96,7 @@ impl SliceHeader {
         h
     }
 
-    fn decode(path: &Path, h: &[u8]) -> Result<SliceHeader> {
+    pub(crate) fn decode(path: &Path, h: &[u8]) -> Result<SliceHeader> {
         let level = Header::decode_layout(h, MAGIC, VERSION, 64, "a slice of an awari level")
             .map_err(|problem| Error::format(path, problem))?;
         let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap());
