@@ -204,10 +204,14 @@ impl Tablebase {
             )))
             }
             (None, _) => {
+                // Named in words every binding shares: Tablebase::open_rules in Rust,
+                // rules= in Python, awari_open_rules in C.
+                let names: Vec<&str> = rules.iter().map(|r| r.name()).collect();
                 return Err(Error::Input(format!(
-                    "{} holds databases of several rule sets; open one with Tablebase::open_rules",
-                    path.display()
-                )))
+                    "{} holds databases of several rule sets ({}): name the one to open",
+                    path.display(),
+                    names.join(", ")
+                )));
             }
         };
         let dbs = found
@@ -285,6 +289,41 @@ mod tests {
         ] {
             assert!(bad.parse::<Position>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn folders_are_found_and_refused_in_words() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let e = Tablebase::open(root).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "holds no database (folders named like awari-6); build one with `awari build`"
+            ),
+            "{e}"
+        );
+        for name in ["awari-6", "oware-6", "awari-4", "notes"] {
+            std::fs::create_dir(root.join(name)).unwrap();
+        }
+        let e = Tablebase::open(root).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "holds databases of several rule sets (awari, oware): name the one to open"
+            ),
+            "{e}"
+        );
+        let tb = Tablebase::open_rules(root, Rules::Awari).unwrap();
+        assert_eq!((tb.rules(), tb.pits()), (Rules::Awari, vec![4, 6]));
+        // One database folder by itself.
+        let tb = Tablebase::open(root.join("oware-6")).unwrap();
+        assert_eq!((tb.rules(), tb.pits()), (Rules::Oware, vec![6]));
+        let pos: Position = "1 0 0 1 0 0 0 0".parse().unwrap();
+        let e = tb.probe(&pos).unwrap_err().to_string();
+        assert!(e.contains("no oware database of 4 pits per side"), "{e}");
+        let e = Tablebase::open(root.join("nowhere"))
+            .unwrap_err()
+            .one_line();
+        assert!(e.ends_with("nowhere: no such folder"), "{e}");
     }
 
     #[test]

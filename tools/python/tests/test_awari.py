@@ -203,7 +203,7 @@ def test_bad_folders(dbs, tmp_path):
     assert error_of(awari.open, missing) == (FileNotFoundError, f"{missing}: no such folder")
     assert error_of(awari.open, str(missing)) == (FileNotFoundError, f"{missing}: no such folder")
     kind, msg = error_of(awari.open, dbs["raw"])
-    assert kind is ValueError and msg.endswith("holds databases of several rule sets; open one with Tablebase::open_rules")
+    assert kind is ValueError and msg.endswith("holds databases of several rule sets (awari, oware): name the one to open")
     assert error_of(awari.open, tmp_path) == (
         ValueError,
         f"{tmp_path} holds no database (folders named like awari-6); build one with `awari build`",
