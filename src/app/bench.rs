@@ -60,17 +60,8 @@ pub fn bench(
             .map_err(|e| Error::Input(format!("cannot start {threads} threads: {e}")))?;
         reset_peak_rss();
         let build_opts = BuildOptions {
-            root: root.clone(),
-            rules: opts.rules,
-            pits: opts.pits,
-            max_seeds: opts.max_seeds,
             force: true,
-            check: true,
-            progress: false,
-            spill_from: crate::solve::build::SPILL_FROM,
-            state: None,
-            reads: None,
-            pack: false,
+            ..BuildOptions::new(&root, opts.rules, opts.pits, opts.max_seeds)
         };
         let started = std::time::Instant::now();
         let levels = pool.install(|| build(&build_opts, |r| on_level(threads, r), |_| {}))?;

@@ -847,15 +847,13 @@ struct Queues<'w> {
     outbox: &'w mut Vec<Vec<u8>>,
 }
 
-impl Queues<'_> {
-    /// Puts message `word` in the outbox of rank `to`.
-    #[inline]
-    fn send(&mut self, to: usize, ranks: usize, word: u64) {
-        if self.outbox.len() < ranks {
-            self.outbox.resize(ranks, Vec::new());
-        }
-        self.outbox[to].extend_from_slice(&word.to_le_bytes());
+/// Puts message `word` in `outbox`, the outboxes of `ranks` ranks, for rank `to`.
+#[inline]
+fn send(outbox: &mut Vec<Vec<u8>>, to: usize, ranks: usize, word: u64) {
+    if outbox.len() < ranks {
+        outbox.resize(ranks, Vec::new());
     }
+    outbox[to].extend_from_slice(&word.to_le_bytes());
 }
 
 /// The messages of a distributed backward pass, 8 bytes little-endian each: the index of
@@ -872,8 +870,34 @@ pub(crate) mod message {
     pub(crate) const WON: u64 = 1 << 63;
     /// Compact state: a check of whether the position (maybe another rank's) is lost,
     /// going on at its child by the pit in bits 58..62, held by the receiver; bits 54..58
-    /// are the pit of a child known won (15: none).
+    /// are the pit of a child known won (15: none). See [`check`] and [`check_pits`].
     pub(crate) const CHECK: u64 = 1 << 62;
+    /// The pit field's value for no pit.
+    const NONE: u64 = 15;
+
+    /// The message of a check of position `qi` going on at its child by `pit`, the child
+    /// by `skip` known won (`super::NO_PIT`: none).
+    #[inline]
+    pub(crate) fn check(qi: u64, pit: u8, skip: u8) -> u64 {
+        let skip = if skip == super::NO_PIT {
+            NONE
+        } else {
+            skip as u64
+        };
+        CHECK | (pit as u64) << 58 | skip << 54 | qi
+    }
+
+    /// The pit and the known pit (`super::NO_PIT`: none) of a [`check`] message.
+    #[inline]
+    pub(crate) fn check_pits(x: u64) -> (u8, u8) {
+        let skip = x >> 54 & NONE;
+        let skip = if skip == NONE {
+            super::NO_PIT
+        } else {
+            skip as u8
+        };
+        ((x >> 58 & NONE) as u8, skip)
+    }
 }
 
 /// A position of the compact state that is lost if all its in-level children are won
@@ -952,7 +976,6 @@ impl<const C: bool> Backward<'_, C> {
     /// child by pit `skip` is known to be. Its moves are generated again: the first other
     /// child is ranked and prefetched, and the check waits on `checks` for the next batch
     /// ([`Backward::check`]); with no other child, it is lost now.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn queue_check(&self, qi: u64, code: i8, board: Board, skip: u8, t: i8, out: &mut Queues) {
         let check = Check {
@@ -1002,9 +1025,8 @@ impl<const C: bool> Backward<'_, C> {
                         ..*c
                     });
                 } else {
-                    let skip = if c.skip == NO_PIT { 15 } else { c.skip as u64 };
-                    let word = message::CHECK | (pit as u64) << 58 | skip << 54 | c.qi;
-                    out.send(self.owner(ci), self.ranks, word);
+                    let word = message::check(c.qi, pit as u8, c.skip);
+                    send(out.outbox, self.owner(ci), self.ranks, word);
                 }
             }
             None => {
@@ -1015,7 +1037,7 @@ impl<const C: bool> Backward<'_, C> {
                     }
                 } else {
                     let word = message::CHECK | message::WON | c.qi;
-                    out.send(self.owner(c.qi), self.ranks, word);
+                    send(out.outbox, self.owner(c.qi), self.ranks, word);
                 }
             }
         }
@@ -1112,17 +1134,17 @@ impl<const C: bool> Backward<'_, C> {
                     }
                 } else {
                     // A check of another rank's qi, at a child held here.
-                    let skip = (x >> 54 & 15) as u8;
+                    let (pit, skip) = message::check_pits(x);
                     let c = Check {
                         qi,
                         // Read by `settle` only if qi is held here: a guess then.
                         code: -t,
                         board: board(),
-                        skip: if skip == 15 { NO_PIT } else { skip },
+                        skip,
                         pit: 0,
                         first: 0,
                     };
-                    self.next_child(&c, (x >> 58 & 15) as usize, t, &mut out);
+                    self.next_child(&c, pit as usize, t, &mut out);
                 }
             }
             settled += self.drain(t, work);
@@ -1134,7 +1156,6 @@ impl<const C: bool> Backward<'_, C> {
     /// or lost for the child's side to move, by its move from pit `o` ([`NO_PIT`] if not
     /// known); a position this settles goes on the stack with its board, and one that may
     /// be lost (compact) on the checks.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
     fn update(
         &self,
@@ -1297,12 +1318,8 @@ impl<const C: bool> Backward<'_, C> {
                                 prefetch(self.state.exit(at as usize));
                                 ahead.push((qi, *q, won, o as u8));
                             } else {
-                                let o = owner(qi, size, self.ranks);
-                                if outbox.len() < self.ranks {
-                                    outbox.resize(self.ranks, Vec::new());
-                                }
                                 let word = qi | if won { message::WON } else { 0 };
-                                outbox[o].extend_from_slice(&word.to_le_bytes());
+                                send(outbox, owner(qi, size, self.ranks), self.ranks, word);
                             }
                         }
                     },

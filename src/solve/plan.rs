@@ -214,15 +214,19 @@ pub fn plan(
                 .sum();
             let buffers = STREAM_BUFFER * machine.cores.max(1) as u64;
             // A build over several ranks reads its slices of the lower levels as streams,
-            // with the fast state where a node holds it, else the compact one (DESIGN.md
-            // section 5.4).
+            // with the fast state where a node holds it and the buffers, else the compact
+            // one (DESIGN.md section 5.4).
             let chosen = if ranks > 1 {
-                let fast = StateKind::Fast.bytes(slice) + buffers <= machine.memory;
-                if fast || n > COMPACT_MAX_SEEDS {
-                    (StateKind::Fast, Reads::Stream)
-                } else {
-                    (StateKind::Compact, Reads::Stream)
-                }
+                let room = machine.memory.saturating_sub(buffers);
+                way(
+                    None,
+                    Some(Reads::Stream),
+                    SPILL_FROM,
+                    n,
+                    slice,
+                    0,
+                    Some(room),
+                )
             } else {
                 way(
                     None,

@@ -8,8 +8,8 @@ use crate::error::Error;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::solve::dist::{solve_slice, Comm, LowerSlices};
-use crate::solve::level::{message, StateKind, COMPACT_MAX_SEEDS};
-use crate::solve::plan::check_slice_fits;
+use crate::solve::level::{message, Reads, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::plan::{check_slice_fits, way};
 use crate::util::memory_available;
 
 /// One level of a distributed build, as this rank saw it.
@@ -158,12 +158,12 @@ pub fn build_slices<M: Comm>(
                 let held = range.end - range.start;
                 let kind = match opts.state {
                     Some(kind) => kind,
-                    // Every rank votes, so that all use the same state.
+                    // The single process's choice for this rank's slice and share of the
+                    // node's memory; every rank votes, so that all use the same state.
                     None => {
                         let share = memory_available().map(|m| m / opts.ranks_here.max(1) as u64);
-                        let short = share.is_some_and(|s| StateKind::Fast.bytes(held) > s);
-                        let compact = n <= COMPACT_MAX_SEEDS && comm.sum(short as u64) > 0;
-                        if compact {
+                        let (mine, _) = way(None, Some(Reads::Stream), 0, n, held, 0, share);
+                        if comm.sum((mine == StateKind::Compact) as u64) > 0 {
                             StateKind::Compact
                         } else {
                             StateKind::Fast
@@ -227,24 +227,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (rules, pits, top) = (Rules::Oware, 4, 14);
         let single = tmp.path().join("single");
-        crate::solve::build::build(
-            &crate::solve::build::BuildOptions {
-                root: single.clone(),
-                rules,
-                pits,
-                max_seeds: top,
-                force: false,
-                check: true,
-                progress: false,
-                spill_from: crate::solve::build::SPILL_FROM,
-                state: None,
-                reads: None,
-                pack: false,
-            },
-            |_| {},
-            |_| {},
-        )
-        .unwrap();
+        let opts = crate::solve::build::BuildOptions::new(&single, rules, pits, top);
+        crate::solve::build::build(&opts, |_| {}, |_| {}).unwrap();
         let db = |root: &std::path::Path| crate::db::layout::db_dir(root, rules, pits);
         let rank_dir = |r: usize| db(&tmp.path().join(format!("rank{r}")));
         let run = |ranks: usize,
