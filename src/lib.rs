@@ -54,7 +54,7 @@ pub use app::query::{Analysis, Line, MoveValue, Ply};
 pub use app::tablebase::{Outcome, Position, Tablebase, Value};
 pub use error::{Error, Result};
 pub use game::rules::Rules;
-pub use solve::build::{build, BuildOptions, LevelReport, Reads, StateKind};
+pub use solve::build::{build, BuildOptions, LevelReport, Lower, StateKind};
 pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
 
 /// Planning a build: what each level needs per rank (memory, disk, time) and whether a
@@ -92,17 +92,17 @@ pub mod expert {
     }
 
     /// A build over several ranks (DESIGN.md section 5.4): each rank solves and keeps one
-    /// slice of every level, talking to the others through a [`dist::Comm`]; `gather`
+    /// slice of every level, talking to the others through a [`ranks::Comm`]; `gather`
     /// assembles the standard level files from the slices.
-    pub mod dist {
+    pub mod ranks {
         pub use crate::db::layout::{owner, slice};
         pub use crate::db::slice::{
             gather, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
         };
-        pub use crate::solve::dist::local::LocalComm;
+        pub use crate::solve::ranks::local::LocalComm;
         #[cfg(feature = "mpi")]
-        pub use crate::solve::dist::mpi_comm::MpiComm;
-        pub use crate::solve::dist::{
+        pub use crate::solve::ranks::mpi_comm::MpiComm;
+        pub use crate::solve::ranks::{
             build_slices, solve_slice, Comm, DistOptions, LowerSlices, Mail, SliceReport, ROUND,
             SEGMENT,
         };

@@ -2,6 +2,16 @@
 //! cache prefetch hint, anonymous memory in huge pages, parallel reads of a large file,
 //! the process's peak memory, and the progress bar of one level.
 
+/// Positions per parallel task of a pass over a level (the solver's passes, verify, the
+/// exit model): large enough to amortise an unrank, small enough to balance two to a few
+/// dozen threads.
+pub const CHUNK: u64 = 1 << 14;
+
+/// Items per step of a prefetch pipeline (positions whose moves are generated, children
+/// or parents whose cells are prefetched, before any of them is read): enough for the
+/// random reads of a step to overlap, few enough to stay in the cache.
+pub const BATCH: usize = 16;
+
 /// The most worker threads a command takes (`--threads`): more is a typo, not a machine,
 /// and would start that many OS threads before any work.
 pub const MAX_THREADS: usize = 1024;

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use awari::expert::{db_dir, level_path};
-use awari::{build, BuildOptions, Reads, Rules, StateKind};
+use awari::{build, BuildOptions, Lower, Rules, StateKind};
 
 /// Builds levels `0..=top` under `root` the way asked, and reads every level's file.
 fn build_way(
@@ -16,7 +16,7 @@ fn build_way(
     pits: usize,
     top: usize,
     state: StateKind,
-    reads: Reads,
+    reads: Lower,
 ) -> Vec<Vec<u8>> {
     let opts = BuildOptions {
         state: Some(state),
@@ -36,10 +36,10 @@ fn build_way(
 fn same_files(rules: Rules, pits: usize, top: usize, least: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let ways = [
-        (StateKind::Fast, Reads::Random),
-        (StateKind::Fast, Reads::Stream),
-        (StateKind::Compact, Reads::Random),
-        (StateKind::Compact, Reads::Stream),
+        (StateKind::Fast, Lower::Random),
+        (StateKind::Fast, Lower::Stream),
+        (StateKind::Compact, Lower::Random),
+        (StateKind::Compact, Lower::Stream),
     ];
     let files: Vec<Vec<Vec<u8>>> = ways
         .iter()

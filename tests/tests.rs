@@ -9,7 +9,7 @@ mod api;
 mod browser;
 mod cli;
 mod crosscheck;
-mod dist;
+mod ranks;
 mod docs;
 mod golden;
 mod layers;

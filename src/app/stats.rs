@@ -31,12 +31,12 @@ pub struct LevelStats {
 
 /// Bytes per parallel chunk: large enough that merging the tables costs nothing, small
 /// enough that a count fits in a `u32` and the chunks spread over the threads.
-const CHUNK: usize = 1 << 20;
+const PIECE: usize = 1 << 20;
 
 /// How many payload bytes hold each byte value, counted in parallel (on the current rayon
 /// pool). Index by `value as u8`.
 pub fn histogram(values: &[u8]) -> [u64; 256] {
-    values.par_chunks(CHUNK).map(chunk_histogram).reduce(
+    values.par_chunks(PIECE).map(chunk_histogram).reduce(
         || [0; 256],
         |mut a, b| {
             a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
@@ -180,7 +180,7 @@ impl LevelStats {
     }
 }
 
-/// Reads the levels of one database and counts each: `levels`, or by default every level
+/// Lower the levels of one database and counts each: `levels`, or by default every level
 /// from 0 up to the first missing one. Every level's checksum is checked first (a packed
 /// level is decompressed whole, every block checked), so the numbers are those of an
 /// intact file. `report` is called after each level. Runs on the current rayon pool.
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn histogram_counts_every_byte() {
         // More than one chunk, with a remainder, and negative values.
-        let values: Vec<u8> = (0..CHUNK as u64 * 2 + 7)
+        let values: Vec<u8> = (0..PIECE as u64 * 2 + 7)
             .map(|i| ((i % 7) as i8 - 3) as u8)
             .collect();
         let h = histogram(&values);

@@ -7,7 +7,7 @@ use clap::Args;
 
 use awari::expert::figures::group;
 use awari::expert::Index;
-use awari::{build, BuildOptions, LevelReport, Reads, StateKind};
+use awari::{build, BuildOptions, LevelReport, Lower, StateKind};
 
 use super::{DbArgs, Threads};
 
@@ -103,8 +103,8 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     } = args;
     let state = state_kind(&state);
     let reads = match lower.as_str() {
-        "random" => Some(Reads::Random),
-        "stream" => Some(Reads::Stream),
+        "random" => Some(Lower::Random),
+        "stream" => Some(Lower::Stream),
         _ => None,
     };
     // Bad arguments are not a stopped build: refuse them before starting.
@@ -225,7 +225,7 @@ fn ranks_here() -> Option<usize> {
 /// that no rank waits forever for it.
 #[cfg(feature = "mpi")]
 fn distributed(args: BuildArgs) -> anyhow::Result<()> {
-    use awari::expert::dist::{build_slices, Comm, DistOptions, MpiComm, SliceReport};
+    use awari::expert::ranks::{build_slices, Comm, DistOptions, MpiComm, SliceReport};
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
         anyhow::bail!("MPI could not be started");
     };

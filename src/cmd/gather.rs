@@ -31,7 +31,7 @@ pub fn run(args: GatherArgs) -> anyhow::Result<()> {
     let out = db.db_dir();
     std::fs::create_dir_all(&out)?;
     let _lock = awari::expert::DirLock::acquire(&out, "awari gather")?;
-    let levels = awari::expert::dist::gather(&from, &out, &index, db.rules)?;
+    let levels = awari::expert::ranks::gather(&from, &out, &index, db.rules)?;
     println!(
         "gathered {} levels ({}..={}) into {}",
         levels.len(),

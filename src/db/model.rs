@@ -29,6 +29,7 @@ use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::rules::{for_each_exit, Board, Exits, Rules};
 use crate::game::scan::{scan_exits, NO_EXIT};
+use crate::util::CHUNK;
 
 /// How a packed level stores its values (byte 52 of the packed header).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -194,13 +195,11 @@ pub fn fill_block(
 /// Turns the stored bytes of level `n` (the whole level, in index order) into its true
 /// values in place, in parallel; `below[m]` holds the true values of level `m < n`.
 pub fn resolve_level(rules: Rules, index: &Index, n: usize, below: &[&[u8]], values: &mut [u8]) {
-    // Any cut works (a position resolves alone); this one amortises the unrank.
-    const CHUNK: usize = 1 << 14;
     values
-        .par_chunks_mut(CHUNK)
+        .par_chunks_mut(CHUNK as usize)
         .enumerate()
         .for_each(|(c, chunk)| {
-            let start = (c * CHUNK) as u64;
+            let start = c as u64 * CHUNK;
             let len = chunk.len();
             for_each_bound(rules, index, n, below, start, len, |j, b| {
                 chunk[j] = b.resolve(chunk[j] as i8) as u8;

@@ -254,7 +254,7 @@ impl LevelStack {
         self.levels.is_empty()
     }
 
-    /// Reads the levels below `n` not held yet, every checksum checked (the raw file of a
+    /// Lower the levels below `n` not held yet, every checksum checked (the raw file of a
     /// level if present, else its pack).
     pub fn load_below(&mut self, n: usize) -> Result<()> {
         while self.levels.len() < n {
@@ -523,7 +523,7 @@ impl LevelSource {
         }
     }
 
-    /// Reads block `b` of the packed level `l` from the file into `src` and decompresses
+    /// Lower block `b` of the packed level `l` from the file into `src` and decompresses
     /// it into `out` (as long as the block): a file that cannot be read is the outer error,
     /// a damaged block the inner one.
     fn read_block(
@@ -559,7 +559,7 @@ impl LevelSource {
         }
     }
 
-    /// Reads the whole level into `out` (as long as the level), in pieces read in
+    /// Lower the whole level into `out` (as long as the level), in pieces read in
     /// parallel, and returns what is wrong with it: the damaged blocks of a packed level
     /// (read as zeros), else a payload checksum that differs from the header's; `None`
     /// if nothing is.

@@ -14,16 +14,13 @@
 use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::rules::{for_each_exit, for_each_uncapture, Exits, Rules, MAX_PITS};
-use crate::util::prefetch;
+use crate::util::{prefetch, BATCH};
 
 /// The best exit of a position with no capture among its legal moves.
 pub const NO_EXIT: i8 = i8::MIN;
 
-/// Positions whose moves are generated before their lower-level values are read.
-const BATCH: usize = 16;
-
 /// Read access to the values of finished levels.
-pub trait Lower: Sync {
+pub trait LowerValues: Sync {
     /// The value of the stored position with index `index` in level `seeds`.
     fn value(&self, seeds: usize, index: u64) -> i8;
 
@@ -33,7 +30,7 @@ pub trait Lower: Sync {
 }
 
 /// Levels as slices of their values: `self[m]` is level `m`.
-impl Lower for [&[u8]] {
+impl LowerValues for [&[u8]] {
     #[inline]
     fn value(&self, seeds: usize, index: u64) -> i8 {
         self[seeds][index as usize] as i8
@@ -50,7 +47,7 @@ impl Lower for [&[u8]] {
 /// `captured - v(child)` over the capturing moves ([`NO_EXIT`] if none), each child read
 /// from `lower`.
 #[inline]
-pub fn scan_exits<L: Lower + ?Sized>(
+pub fn scan_exits<L: LowerValues + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
@@ -117,9 +114,6 @@ pub fn lowest_captured_level(p: usize, n: usize) -> usize {
     n.saturating_sub(3 * (p - 1))
 }
 
-/// Positions of a lower level whose parents are found before their cells are touched.
-const UNCAPTURE_BATCH: usize = 16;
-
 /// Runs through the positions `start + j` (`j` in `0..values.len()`) of level `m`, whose
 /// values are `values`, and gives the value of every capture leading to one of them from
 /// a stored position of level `n > m` to that parent: `apply(parent index, captured -
@@ -154,7 +148,7 @@ pub fn scan_uncaptures(
                 ahead.push((qi, x, ci));
             }
         });
-        if j % UNCAPTURE_BATCH == UNCAPTURE_BATCH - 1 {
+        if j % BATCH == BATCH - 1 {
             for &(qi, x, ci) in &pending {
                 apply(qi, x, ci);
             }

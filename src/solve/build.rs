@@ -2,7 +2,7 @@
 //! below it, written and checked, resuming where an earlier build stopped.
 //!
 //! Each level is solved with one of two states (fast or compact, [`StateKind`]) and
-//! reads its lower levels at random or as a stream ([`Reads`]); all four ways write the
+//! reads its lower levels at random or as a stream ([`Lower`]); all four ways write the
 //! same file. By default the build picks, per level, the fastest way that fits the
 //! memory available (see [`choose`]).
 
@@ -26,7 +26,7 @@ use crate::solve::level::{
     backward_pass, forward_pass, forward_stream, Forwarded, Outcomes, PhaseTimes, State,
     COMPACT_MAX_SEEDS,
 };
-pub use crate::solve::level::{Reads, StateKind};
+pub use crate::solve::level::{Lower, StateKind};
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Room};
 use crate::util::{memory_available, peak_rss, HugeBuf, LevelBar};
 
@@ -56,7 +56,7 @@ pub struct BuildOptions {
     /// The solver state; `None` chooses per level ([`choose`]).
     pub state: Option<StateKind>,
     /// How the lower levels are read; `None` chooses per level ([`choose`]).
-    pub reads: Option<Reads>,
+    pub reads: Option<Lower>,
     /// Write each level packed (`level-NNN.awp`, the plain model, which a streamed build
     /// reads back) instead of raw, once checked.
     pub pack: bool,
@@ -105,7 +105,7 @@ pub struct LevelReport {
     /// Peak resident memory of the process so far, as the OS counts it (Linux only).
     pub peak_rss: Option<u64>,
     /// The state and the reads the level was built with (`None` when kept).
-    pub way: Option<(StateKind, Reads)>,
+    pub way: Option<(StateKind, Lower)>,
 }
 
 /// How level `n` of `positions` positions is built: what `opts` asks for, and else the
@@ -117,7 +117,7 @@ pub fn choose(
     positions: u64,
     lower: u64,
     free: Option<u64>,
-) -> (StateKind, Reads) {
+) -> (StateKind, Lower) {
     way(
         opts.state,
         opts.reads,
@@ -235,7 +235,7 @@ fn build_level(
     hot: &mut Hot,
     done: &mut LevelStack,
     warn: &mut impl FnMut(&str),
-) -> Result<(PhaseTimes, Outcomes, (StateKind, Reads))> {
+) -> Result<(PhaseTimes, Outcomes, (StateKind, Lower))> {
     let size = index.level_size(n);
     let p = index.pits_per_side();
     let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
@@ -243,15 +243,15 @@ fn build_level(
     let held = hot.held(&reach);
     let free = memory_available().map(|f| f + held);
     let way @ (state, reads) = choose(opts, n, size, lower, free);
-    let spill = reads == Reads::Random && state.bytes(size) >= opts.spill_from;
+    let spill = reads == Lower::Random && state.bytes(size) >= opts.spill_from;
     if opts.check {
         let room = Room {
-            lower: if reads == Reads::Random { lower } else { 0 },
-            held: if reads == Reads::Random { held } else { 0 },
+            lower: if reads == Lower::Random { lower } else { 0 },
+            held: if reads == Lower::Random { held } else { 0 },
         };
         check_level_fits(dir, n, size, state, spill, opts.pack, room)?;
     }
-    if reads == Reads::Stream {
+    if reads == Lower::Stream {
         // A stream holds no lower level.
         hot.release();
         done.release();
@@ -289,7 +289,7 @@ fn build_level(
         };
         done.offer(n, values);
     }
-    if reads == Reads::Random {
+    if reads == Lower::Random {
         hot.keep(n, values);
     }
     Ok((phases, stats, way))
@@ -306,7 +306,7 @@ fn solve<const C: bool>(
     done: &LevelStack,
     dir: &Path,
     path: &Path,
-    reads: Reads,
+    reads: Lower,
     spill: bool,
 ) -> Result<(HugeBuf, Outcomes, PhaseTimes)> {
     let size = index.level_size(n);
@@ -329,7 +329,7 @@ fn solve<const C: bool>(
     };
     let io = |e| Error::io(&spill_path, e);
     let forwarded: Forwarded<C> = match reads {
-        Reads::Random => {
+        Lower::Random => {
             let below = hot.below(n);
             let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
                 .map_err(io)?;
@@ -341,7 +341,7 @@ fn solve<const C: bool>(
             }
             f
         }
-        Reads::Stream => {
+        Lower::Stream => {
             let sources = Sources::open(dir, opts.rules, index, n, done)?;
             forward_stream(opts.rules, index, n, &sources, &bar)?
         }
@@ -547,7 +547,7 @@ mod tests {
                     pits: 4,
                     spill_from,
                     state: Some(state),
-                    reads: Some(Reads::Random),
+                    reads: Some(Lower::Random),
                     ..opts(root, 16, false)
                 };
                 build_warned(&o)

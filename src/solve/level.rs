@@ -38,17 +38,12 @@ use crate::error::Result;
 use crate::game::index::{Index, RankBase};
 use crate::game::rules::{exits, for_each_stay, for_each_unmove_near, Board, Exits, Rules};
 use crate::game::scan::{
-    lowest_captured_level, scan_exits, scan_uncaptures, Lower, Stream, NO_EXIT,
+    lowest_captured_level, scan_exits, scan_uncaptures, LowerValues, Stream, NO_EXIT,
 };
-use crate::util::{prefetch, read_exact_at_parallel, HugeBuf, LevelBar};
+use crate::util::{prefetch, read_exact_at_parallel, HugeBuf, LevelBar, BATCH, CHUNK};
 
 const SETTLED: u8 = 0x80;
 const COUNT_MASK: u8 = 0x0f;
-/// Positions handled per parallel task: large enough to amortise an unrank, small enough
-/// to balance two to a few dozen threads.
-pub(crate) const CHUNK: u64 = 1 << 14;
-/// Settled positions whose predecessors are generated before their states are updated.
-const BACKWARD_BATCH: usize = 16;
 /// A stack of settled positions this long is split between threads.
 const SPLIT_AT: usize = 1 << 12;
 
@@ -116,7 +111,7 @@ impl StateKind {
 
 /// How a level's forward pass reads the levels below (DESIGN.md section 5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Reads {
+pub enum Lower {
     /// Each capture's child read where it lies: the lower levels a capture reaches are
     /// held in memory (or, with spilling, held while the state is on disk).
     Random,
@@ -125,12 +120,12 @@ pub enum Reads {
     Stream,
 }
 
-impl Reads {
+impl Lower {
     /// The name used on the command line (`random`, `stream`).
     pub fn name(self) -> &'static str {
         match self {
-            Reads::Random => "random",
-            Reads::Stream => "stream",
+            Lower::Random => "random",
+            Lower::Stream => "stream",
         }
     }
 }
@@ -216,7 +211,7 @@ pub(crate) struct Forwarded<const C: bool> {
 /// (the backward pass reads none) before [`backward_pass`] reads the state back. Peak
 /// memory is then about the larger of the lower levels and the state, not their sum.
 /// Fails only on the spill file's errors.
-pub(crate) fn forward_pass<const C: bool, L: Lower + ?Sized>(
+pub(crate) fn forward_pass<const C: bool, L: LowerValues + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
@@ -380,7 +375,7 @@ pub(crate) fn backward_pass<const C: bool>(
 
 /// The forward pass over the chunks `chunks` of level `n`, in parallel: the best exit
 /// and the in-level moves of every position, into `state`.
-fn forward_chunks<const C: bool, L: Lower + ?Sized>(
+fn forward_chunks<const C: bool, L: LowerValues + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
@@ -615,7 +610,7 @@ impl<const C: bool> State<C> {
         Ok(())
     }
 
-    /// Reads back every cell that [`State::spill`] wrote to `file`.
+    /// Lower back every cell that [`State::spill`] wrote to `file`.
     fn restore(&mut self, file: &File) -> std::io::Result<()> {
         read_exact_at_parallel(file, 0, &mut self.map[..])
     }
@@ -1096,7 +1091,7 @@ impl<const C: bool> Backward<'_, C> {
                 }
                 // Seeds are gathered into a batch before their predecessors are
                 // generated: one seed alone has too few for the prefetches to overlap.
-                if work.stack.len() >= BACKWARD_BATCH || work.checks_ahead.len() >= BACKWARD_BATCH {
+                if work.stack.len() >= BATCH || work.checks_ahead.len() >= BATCH {
                     settled += self.drain(t, work);
                 }
             }
@@ -1109,7 +1104,7 @@ impl<const C: bool> Backward<'_, C> {
     pub(crate) fn apply(&self, t: i8, messages: &[u8], work: &mut Work) -> u64 {
         let mut settled = 0;
         let word = |m: &[u8]| u64::from_le_bytes(m.try_into().unwrap());
-        for batch in messages.chunks(8 * BACKWARD_BATCH) {
+        for batch in messages.chunks(8 * BATCH) {
             for m in batch.chunks_exact(8) {
                 let x = word(m);
                 if x & message::CHECK == 0 {
@@ -1297,7 +1292,7 @@ impl<const C: bool> Backward<'_, C> {
             // prefetch their cells, then update those of the batch before, whose cells
             // have had a whole batch's time to arrive.
             ahead.clear();
-            for _ in 0..stack.len().min(BACKWARD_BATCH) {
+            for _ in 0..stack.len().min(BATCH) {
                 let (_, board, won) = stack.pop().unwrap();
                 done += 1;
                 // Predecessors are ranked from the board they are un-sown from, only
@@ -1375,7 +1370,7 @@ impl Work {
 #[cfg(test)]
 pub(crate) fn solve_in_memory(rules: Rules, index: &Index, top: usize) -> Vec<Vec<u8>> {
     struct Below(Vec<Vec<u8>>);
-    impl Lower for Below {
+    impl LowerValues for Below {
         fn value(&self, seeds: usize, index: u64) -> i8 {
             self.0[seeds][index as usize] as i8
         }

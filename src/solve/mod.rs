@@ -3,7 +3,7 @@
 //! independent solver that the checks compare with ([`mod@reference`]). DESIGN.md section 5.
 
 pub mod build;
-pub mod dist;
+pub mod ranks;
 pub mod level;
 pub mod plan;
 pub mod reference;

@@ -13,7 +13,7 @@ use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::scan::lowest_captured_level;
-use crate::solve::level::{Reads, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
 use crate::util::{bytes, disk_available, group, memory_available, memory_total};
 
 /// Solver memory per position of the level being built with the fast state: a count byte
@@ -61,7 +61,7 @@ pub struct LevelPlan {
     pub positions: u64,
     /// How a node would build its slice of the level ([`way`] with the node's memory):
     /// `None` when no way fits.
-    pub way: Option<(StateKind, Reads)>,
+    pub way: Option<(StateKind, Lower)>,
     /// Solver state of one rank while the level is built (of the way chosen, or of the
     /// smallest way when none fits).
     pub state: u64,
@@ -130,12 +130,12 @@ fn need(state: u64, lower: u64, spill: bool) -> u64 {
 /// 24 to 26 of Awari, 2 threads (GUIDE.md, "Performance", and data/bench/: fast and
 /// streamed 1.01 to 1.14, compact and streamed 1.37 to 1.61, compact reading at random
 /// 1.38 on level 24).
-pub fn way_cost(way: (StateKind, Reads)) -> f64 {
+pub fn way_cost(way: (StateKind, Lower)) -> f64 {
     match way {
-        (StateKind::Fast, Reads::Random) => 1.0,
-        (StateKind::Fast, Reads::Stream) => 1.1,
-        (StateKind::Compact, Reads::Random) => 1.4,
-        (StateKind::Compact, Reads::Stream) => 1.5,
+        (StateKind::Fast, Lower::Random) => 1.0,
+        (StateKind::Fast, Lower::Stream) => 1.1,
+        (StateKind::Compact, Lower::Random) => 1.4,
+        (StateKind::Compact, Lower::Stream) => 1.5,
     }
 }
 
@@ -147,13 +147,13 @@ pub fn way_cost(way: (StateKind, Reads)) -> f64 {
 /// to 61 seeds; `state` compact without `reads` reads as a stream.
 pub fn way(
     state: Option<StateKind>,
-    reads: Option<Reads>,
+    reads: Option<Lower>,
     spill_from: u64,
     n: usize,
     positions: u64,
     lower: u64,
     free: Option<u64>,
-) -> (StateKind, Reads) {
+) -> (StateKind, Lower) {
     let fits = |need: u64| free.is_none_or(|f| need <= f);
     let random_need = |state: StateKind| {
         let bytes = state.bytes(positions);
@@ -168,9 +168,9 @@ pub fn way(
     });
     let reads = reads.unwrap_or_else(|| {
         if state == StateKind::Fast && fits(random_need(state)) {
-            Reads::Random
+            Lower::Random
         } else {
-            Reads::Stream
+            Lower::Stream
         }
     });
     (state, reads)
@@ -220,7 +220,7 @@ pub fn plan(
                 let room = machine.memory.saturating_sub(buffers);
                 way(
                     None,
-                    Some(Reads::Stream),
+                    Some(Lower::Stream),
                     SPILL_FROM,
                     n,
                     slice,
@@ -239,8 +239,8 @@ pub fn plan(
                 )
             };
             let (state, reads) = chosen;
-            let lower = if reads == Reads::Random { reach } else { 0 };
-            let buffers = if reads == Reads::Stream { buffers } else { 0 };
+            let lower = if reads == Lower::Random { reach } else { 0 };
+            let buffers = if reads == Lower::Stream { buffers } else { 0 };
             let mut level = LevelPlan {
                 seeds: n,
                 positions,
@@ -490,7 +490,7 @@ mod tests {
         // Level 48: 203,648,015,935 positions; on 1 TiB the fast state (2 bytes and a bit
         // each) spilled while the levels a capture reaches (33..=46, 667 GB) are read.
         assert_eq!(p[48].positions, 203_648_015_935);
-        assert_eq!(p[48].way, Some((StateKind::Fast, Reads::Random)));
+        assert_eq!(p[48].way, Some((StateKind::Fast, Lower::Random)));
         assert_eq!(p[48].state, 432_752_033_862);
         assert_eq!(p[48].lower, 667_032_175_005);
         assert_eq!(p[48].memory(), 667_032_175_005);
@@ -504,7 +504,7 @@ mod tests {
         };
         let p = plan(&index, 48, &node, 2.0, None);
         assert!(p.iter().all(|l| l.fits_memory(&node)));
-        assert_eq!(p[48].way, Some((StateKind::Compact, Reads::Stream)));
+        assert_eq!(p[48].way, Some((StateKind::Compact, Lower::Stream)));
         assert_eq!(p[48].state, 229_104_017_927);
         assert_eq!(p[48].lower, 0);
         assert_eq!(p[48].memory(), 229_104_017_927 + 64 * STREAM_BUFFER);
@@ -516,9 +516,9 @@ mod tests {
             ..one
         };
         let p = plan(&index, 36, &here, 2.0, None);
-        assert_eq!(p[36].way, Some((StateKind::Compact, Reads::Stream)));
+        assert_eq!(p[36].way, Some((StateKind::Compact, Lower::Stream)));
         assert_eq!(p[36].state, 16_039_880_609);
-        assert_eq!(p[35].way, Some((StateKind::Fast, Reads::Random)));
+        assert_eq!(p[35].way, Some((StateKind::Fast, Lower::Random)));
         // Over 16 ranks of 64 GiB, the fast state of a slice and a stream of the slices
         // below: level 48 needs 27.0 GB a rank.
         let sixteen = Machine {
@@ -528,7 +528,7 @@ mod tests {
         };
         let p = plan(&index, 48, &sixteen, 2.0, None);
         let slice = 203_648_015_935u64.div_ceil(16);
-        assert_eq!(p[48].way, Some((StateKind::Fast, Reads::Stream)));
+        assert_eq!(p[48].way, Some((StateKind::Fast, Lower::Stream)));
         assert_eq!(p[48].state, 2 * slice + slice.div_ceil(64) * 8);
         assert_eq!(p[48].lower, 0);
         assert!(p.iter().all(|l| l.fits_memory(&sixteen)));
@@ -538,9 +538,9 @@ mod tests {
             ..sixteen
         };
         let p = plan(&index, 48, &small, 2.0, None);
-        assert_eq!(p[48].way, Some((StateKind::Compact, Reads::Stream)));
+        assert_eq!(p[48].way, Some((StateKind::Compact, Lower::Stream)));
         assert_eq!(p[48].state, slice + slice.div_ceil(64) * 8);
-        assert_eq!(p[40].way, Some((StateKind::Fast, Reads::Stream)));
+        assert_eq!(p[40].way, Some((StateKind::Fast, Lower::Stream)));
         assert!(p.iter().all(|l| l.fits_memory(&small)));
         let tiny = Machine {
             memory: 1 << 30,

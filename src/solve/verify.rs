@@ -41,15 +41,10 @@ use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::{for_each_unmove, legal_moves, Board, Rules, MAX_PITS};
 use crate::game::scan::{lowest_captured_level, scan_uncaptures, Stream, NO_EXIT};
-use crate::util::{prefetch, HugeBuf, LevelBar};
+use crate::util::{prefetch, HugeBuf, LevelBar, BATCH, CHUNK};
 
 /// Mismatches kept per level and check (the first ones in index order).
 pub const SAMPLES: usize = 5;
-/// Positions per parallel task.
-const CHUNK: u64 = 1 << 14;
-/// Positions whose moves are generated before any child value is read, so that the
-/// random reads of a batch overlap (as in the solver's forward pass).
-const BATCH: usize = 16;
 
 /// What to verify.
 #[derive(Clone, Debug)]

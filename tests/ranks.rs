@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use awari::expert::dist::{build_slices, list_slices, Comm, DistOptions, LocalComm};
+use awari::expert::ranks::{build_slices, list_slices, Comm, DistOptions, LocalComm};
 use awari::expert::{db_dir, level_path};
 use awari::{Rules, StateKind};
 

@@ -7,8 +7,8 @@ use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceL
 use crate::error::Error;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::solve::dist::{solve_slice, Comm, LowerSlices};
-use crate::solve::level::{message, Reads, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::ranks::{solve_slice, Comm, LowerSlices};
+use crate::solve::level::{message, Lower, StateKind, COMPACT_MAX_SEEDS};
 use crate::solve::plan::{check_slice_fits, way};
 use crate::util::memory_available;
 
@@ -162,7 +162,7 @@ pub fn build_slices<M: Comm>(
                     // node's memory; every rank votes, so that all use the same state.
                     None => {
                         let share = memory_available().map(|m| m / opts.ranks_here.max(1) as u64);
-                        let (mine, _) = way(None, Some(Reads::Stream), 0, n, held, 0, share);
+                        let (mine, _) = way(None, Some(Lower::Stream), 0, n, held, 0, share);
                         if comm.sum((mine == StateKind::Compact) as u64) > 0 {
                             StateKind::Compact
                         } else {
@@ -220,7 +220,7 @@ pub fn build_slices<M: Comm>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solve::dist::local::LocalComm;
+    use crate::solve::ranks::local::LocalComm;
 
     #[test]
     fn slices_on_disk_gather_into_the_single_process_levels() {

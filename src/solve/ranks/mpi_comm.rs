@@ -7,7 +7,7 @@ use mpi::collective::SystemOperation;
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::*;
 
-use crate::solve::dist::{Comm, Mail};
+use crate::solve::ranks::{Comm, Mail};
 
 /// The world of an MPI job.
 pub struct MpiComm {

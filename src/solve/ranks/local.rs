@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Barrier, Mutex};
 
-use crate::solve::dist::{Comm, Mail};
+use crate::solve::ranks::{Comm, Mail};
 
 /// The shared mailbox of the ranks.
 struct Shared {

@@ -11,11 +11,11 @@ use crate::db::layout::{largest_slice, owner, slice};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{lowest_captured_level, scan_uncaptures};
-use crate::solve::dist::Comm;
+use crate::solve::ranks::Comm;
 use crate::solve::level::{
-    message, threshold_bit, Backward, State, StateKind, Work, CHUNK, COMPACT_MAX_SEEDS,
+    message, threshold_bit, Backward, State, StateKind, Work, COMPACT_MAX_SEEDS,
 };
-use crate::util::prefetch;
+use crate::util::{prefetch, CHUNK};
 
 /// Lower positions a rank streams per forward round: bounds the updates it sends in a
 /// round. (Small in the unit tests, so that their small levels take many rounds.)
@@ -244,7 +244,7 @@ fn threshold<const C: bool, M: Comm>(comm: &M, back: &Backward<C>, mine: &Range<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solve::dist::local::LocalComm;
+    use crate::solve::ranks::local::LocalComm;
 
     /// Every level `0..=top` solved by `ranks` threads as ranks, each level's slices
     /// concatenated.
