@@ -23,8 +23,8 @@ use crate::game::scan::{lowest_captured_level, Stream};
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
-    backward_pass, forward_pass, forward_stream, Forwarded, Outcomes, PhaseTimes, State,
-    COMPACT_MAX_SEEDS,
+    backward_pass, forward_pass, forward_stream, Compact, Encoding, Fast, Forwarded, Outcomes,
+    PhaseTimes, State, COMPACT_MAX_SEEDS,
 };
 pub use crate::solve::level::{Lower, StateKind};
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Room};
@@ -260,8 +260,8 @@ fn build_level(
     }
     let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
     let (values, stats, phases) = match state {
-        StateKind::Fast => solve::<false>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
-        StateKind::Compact => solve::<true>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
+        StateKind::Fast => solve::<Fast>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
+        StateKind::Compact => solve::<Compact>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
     };
     let want = Expect::level(opts.rules, index, n);
     let (written, stale) = if opts.pack {
@@ -295,10 +295,10 @@ fn build_level(
     Ok((phases, stats, way))
 }
 
-/// Solves level `n` with the state `C` (compact if true) and the reads `reads`: its
+/// Solves level `n` with the state's encoding `E` and the reads `reads`: its
 /// values (in the state's memory), what they hold, and the solve times.
 #[allow(clippy::too_many_arguments)]
-fn solve<const C: bool>(
+fn solve<E: Encoding>(
     opts: &BuildOptions,
     index: &Index,
     n: usize,
@@ -328,7 +328,7 @@ fn solve<const C: bool>(
         None
     };
     let io = |e| Error::io(&spill_path, e);
-    let forwarded: Forwarded<C> = match reads {
+    let forwarded: Forwarded<E> = match reads {
         Lower::Random => {
             let below = hot.below(n);
             let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
@@ -346,7 +346,7 @@ fn solve<const C: bool>(
             forward_stream(opts.rules, index, n, &sources, &bar)?
         }
     };
-    let (state, phases): (State<C>, _) =
+    let (state, phases): (State<E>, _) =
         backward_pass(opts.rules, index, n, forwarded, &bar, spill_file.as_mut()).map_err(io)?;
     drop(spill_file);
     let values = state.into_values();

@@ -3,8 +3,8 @@
 //! independent solver that the checks compare with ([`mod@reference`]). DESIGN.md section 5.
 
 pub mod build;
-pub mod ranks;
 pub mod level;
 pub mod plan;
+pub mod ranks;
 pub mod reference;
 pub mod verify;

@@ -7,9 +7,10 @@ use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceL
 use crate::error::Error;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::solve::ranks::{solve_slice, Comm, LowerSlices};
-use crate::solve::level::{message, Lower, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
 use crate::solve::plan::{check_slice_fits, way};
+use crate::solve::ranks::message;
+use crate::solve::ranks::{solve_slice, Comm, LowerSlices};
 use crate::util::memory_available;
 
 /// One level of a distributed build, as this rank saw it.

@@ -11,11 +11,13 @@ use crate::db::layout::{largest_slice, owner, slice};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{lowest_captured_level, scan_uncaptures};
-use crate::solve::ranks::Comm;
 use crate::solve::level::{
-    message, threshold_bit, Backward, State, StateKind, Work, COMPACT_MAX_SEEDS,
+    threshold_bit, Backward, Compact, Encoding, Fast, Message, Remote, State, StateKind, Work,
+    COMPACT_MAX_SEEDS,
 };
-use crate::util::{prefetch, CHUNK};
+use crate::solve::ranks::message;
+use crate::solve::ranks::Comm;
+use crate::util::{prefetch, BATCH, CHUNK};
 
 /// Lower positions a rank streams per forward round: bounds the updates it sends in a
 /// round. (Small in the unit tests, so that their small levels take many rounds.)
@@ -57,19 +59,19 @@ pub fn solve_slice<M: Comm, T>(
         "level {n} is too large for messages"
     );
     match kind {
-        StateKind::Fast => solve_with::<false, M, T>(comm, rules, index, n, lower, f),
+        StateKind::Fast => solve_with::<Fast, M, T>(comm, rules, index, n, lower, f),
         StateKind::Compact => {
             assert!(
                 n <= COMPACT_MAX_SEEDS,
                 "the compact state holds at most {COMPACT_MAX_SEEDS} seeds"
             );
-            solve_with::<true, M, T>(comm, rules, index, n, lower, f)
+            solve_with::<Compact, M, T>(comm, rules, index, n, lower, f)
         }
     }
 }
 
-/// [`solve_slice`] with the fast (`C = false`) or the compact state.
-fn solve_with<const C: bool, M: Comm, T>(
+/// [`solve_slice`] with the state's encoding `E`.
+fn solve_with<E: Encoding, M: Comm, T>(
     comm: &M,
     rules: Rules,
     index: &Index,
@@ -80,7 +82,7 @@ fn solve_with<const C: bool, M: Comm, T>(
     let ranks = comm.size();
     let size = index.level_size(n);
     let mine = slice(size, ranks, comm.rank());
-    let mut state = State::<C>::new(mine.end - mine.start);
+    let mut state = State::<E>::new(mine.end - mine.start);
     forward(comm, rules, index, n, lower, &mine, &state);
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
@@ -91,13 +93,14 @@ fn solve_with<const C: bool, M: Comm, T>(
             .parts()
             .any(|m| u64::from_le_bytes(m.try_into().unwrap()) & threshold_bit(t) != 0)
     };
+    let remote = Ranks { size, ranks };
     let back = Backward {
         rules,
         index,
         n,
         state: &state,
         base: mine.start,
-        ranks,
+        remote: &remote,
     };
     for t in (1..=n as i8).rev() {
         if needed(t) {
@@ -114,14 +117,14 @@ fn solve_with<const C: bool, M: Comm, T>(
 /// exit of those held here at once and sending the others to their owners (8 bytes each:
 /// the index, and the value in the top byte), one message per destination and round. The
 /// rounds are the same on every rank: every rank knows every slice.
-fn forward<const C: bool, M: Comm>(
+fn forward<E: Encoding, M: Comm>(
     comm: &M,
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &LowerSlices,
     mine: &Range<u64>,
-    state: &State<C>,
+    state: &State<E>,
 ) {
     let (rank, ranks) = (comm.rank(), comm.size());
     let size = index.level_size(n);
@@ -171,7 +174,7 @@ fn forward<const C: bool, M: Comm>(
                                 if held(qi) {
                                     state.raise((qi - mine.start) as usize, x);
                                 } else {
-                                    let word = qi | ((x as u8 as u64) << 56);
+                                    let word = message::raise(qi, x);
                                     out[owner(qi, size, ranks)]
                                         .extend_from_slice(&word.to_le_bytes());
                                 }
@@ -188,10 +191,8 @@ fn forward<const C: bool, M: Comm>(
         };
         let got = comm.exchange(outbox);
         got.bytes().par_chunks(8 * CHUNK as usize).for_each(|part| {
-            for w in part.chunks_exact(8) {
-                let word = u64::from_le_bytes(w.try_into().unwrap());
-                let qi = word & ((1 << 56) - 1);
-                state.raise((qi - mine.start) as usize, (word >> 56) as u8 as i8);
+            for (qi, x) in message::words(part).map(message::raised) {
+                state.raise((qi - mine.start) as usize, x);
             }
         });
     }
@@ -199,7 +200,7 @@ fn forward<const C: bool, M: Comm>(
 
 /// The backward pass of threshold `t` over this rank's slice, in rounds until no rank
 /// has anything left to send.
-fn threshold<const C: bool, M: Comm>(comm: &M, back: &Backward<C>, mine: &Range<u64>, t: i8) {
+fn threshold<E: Encoding, M: Comm>(comm: &M, back: &Backward<E>, mine: &Range<u64>, t: i8) {
     let ranks = comm.size();
     let segments = largest_slice(back.index.level_size(back.n), ranks).div_ceil(SEGMENT);
     // The outboxes of the round, filled by the tasks as they end.
@@ -234,11 +235,49 @@ fn threshold<const C: bool, M: Comm>(comm: &M, back: &Backward<C>, mine: &Range<
         got.bytes()
             .par_chunks(8 * CHUNK as usize)
             .for_each_init(Work::default, |work, updates| {
-                back.apply(t, updates, work);
+                apply(back, t, updates, work);
                 flush(work);
             });
         round += 1;
     }
+}
+
+/// The ranks of a level, as the backward pass sends to them: each message to the outbox of
+/// the rank that holds the position it is for.
+struct Ranks {
+    /// Positions of the level.
+    size: u64,
+    ranks: usize,
+}
+
+impl Remote for Ranks {
+    #[inline]
+    fn send(&self, outbox: &mut Vec<Vec<u8>>, to: u64, m: Message) {
+        if outbox.len() < self.ranks {
+            outbox.resize(self.ranks, Vec::new());
+        }
+        let word = message::encode(m);
+        outbox[owner(to, self.size, self.ranks)].extend_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// Applies the messages other ranks sent (words of [`message`]), and everything they
+/// settle here in turn, a batch at a time: the cells of a batch's positions are
+/// prefetched before any is read. Returns the positions handled.
+fn apply<E: Encoding>(back: &Backward<E>, t: i8, messages: &[u8], work: &mut Work) -> u64 {
+    let mut settled = 0;
+    for batch in messages.chunks(8 * BATCH) {
+        for m in message::words(batch).map(message::decode) {
+            if let Message::Settled { qi, .. } = m {
+                prefetch(back.state.exit((qi - back.base) as usize));
+            }
+        }
+        for m in message::words(batch).map(message::decode) {
+            back.receive(m, t, work);
+        }
+        settled += back.drain(t, work);
+    }
+    settled
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@
 mod build;
 mod engine;
 pub mod local;
+mod message;
 #[cfg(feature = "mpi")]
 pub mod mpi_comm;
 

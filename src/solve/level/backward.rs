@@ -1,0 +1,333 @@
+//! The backward pass: thresholds `t = n..1`, each settling the positions its exits seed
+//! (won at `t`, lost at `-t`) and everything they settle in turn by predecessor
+//! propagation (DESIGN.md section 5.1), over the whole level in a single process or one
+//! rank's slice of it (section 5.4).
+
+use std::fs::File;
+use std::ops::Range;
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::compact::Check;
+use super::forward::Forwarded;
+use super::state::{threshold_bit, Encoding, State, BLOCK};
+use super::PhaseTimes;
+use crate::game::index::{Index, RankBase};
+use crate::game::rules::{for_each_unmove_near, Board, Rules};
+use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
+
+/// A stack of settled positions this long is split between threads.
+const SPLIT_AT: usize = 1 << 12;
+
+/// No pit: a check that knows none of the position's children.
+pub(crate) const NO_PIT: u8 = u8::MAX;
+
+/// Solving a level, part two: reads the state back from `spill` (the file the forward
+/// pass wrote; counted as forward time), then the backward pass.
+pub(crate) fn backward_pass<E: Encoding>(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    forwarded: Forwarded<E>,
+    progress: &LevelBar,
+    spill: Option<&mut File>,
+) -> std::io::Result<(State<E>, PhaseTimes)> {
+    let Forwarded {
+        mut state,
+        present,
+        mut forward,
+    } = forwarded;
+    if let Some(file) = spill {
+        let start = Instant::now();
+        state.restore(file)?;
+        forward += start.elapsed();
+    }
+    let size = index.level_size(n);
+    let chunks = size.div_ceil(CHUNK);
+    let backward_start = Instant::now();
+    let solver = Backward {
+        rules,
+        index,
+        n,
+        state: &state,
+        base: 0,
+        remote: &Alone,
+    };
+    for t in (1..=n as i8).rev() {
+        if present & threshold_bit(t) == 0 {
+            continue;
+        }
+        (0..chunks)
+            .into_par_iter()
+            .for_each_init(Work::default, |work, c| {
+                let start = c * CHUNK;
+                let end = (start + CHUNK).min(size);
+                progress.inc(solver.seed_range(t, start..end, work));
+            });
+    }
+    let times = PhaseTimes {
+        forward,
+        backward: backward_start.elapsed(),
+    };
+    Ok((state, times))
+}
+
+/// What the backward pass of one rank's slice tells another rank about a position that
+/// rank holds (DESIGN.md section 5.4); the ranks put it in words of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Message {
+    /// A child of position `qi` settled: won for the child's side to move if `won`, lost
+    /// if not.
+    Settled { qi: u64, won: bool },
+    /// Every in-level child of position `qi` is won: `qi` is lost (compact state).
+    Lost { qi: u64 },
+    /// Whether position `qi` (maybe another rank's) is lost goes on being checked at its
+    /// child by `pit`, held by the receiver; its child by `skip` is known won ([`NO_PIT`]:
+    /// none) (compact state).
+    Check { qi: u64, pit: u8, skip: u8 },
+}
+
+/// Where the backward pass sends what concerns a position it does not hold.
+pub(crate) trait Remote: Sync {
+    /// Puts `m` in `outbox` for the holder of position `to` of the level.
+    fn send(&self, outbox: &mut Vec<Vec<u8>>, to: u64, m: Message);
+}
+
+/// A single process: every position is held here, and nothing is ever sent.
+struct Alone;
+
+impl Remote for Alone {
+    fn send(&self, _: &mut Vec<Vec<u8>>, to: u64, _: Message) {
+        unreachable!("a single process holds every position, {to} too")
+    }
+}
+
+/// Per-thread buffers of the backward pass, reused across tasks.
+#[derive(Default)]
+pub(crate) struct Work {
+    /// Settled positions whose predecessors are still to be told: index, board, and
+    /// whether it is won for its side to move.
+    stack: Vec<(u64, Board, bool)>,
+    /// Predecessors of a batch of settled positions: index, board, whether the settled
+    /// child is won for its side to move, and the pit of the move to it; their cells are
+    /// being prefetched.
+    pending: Vec<(u64, Board, bool, u8)>,
+    /// The predecessors of the batch after, being generated.
+    ahead: Vec<(u64, Board, bool, u8)>,
+    /// Compact state: positions that may be lost, whose first child to read is being
+    /// prefetched; read after the next batch.
+    checks: Vec<Check>,
+    /// The same, queued during this batch.
+    checks_ahead: Vec<Check>,
+    /// Messages for other ranks, per rank, in the words [`Remote::send`] writes (empty in
+    /// a single process).
+    pub(crate) outbox: Vec<Vec<u8>>,
+}
+
+/// Where the backward pass puts what it finds: positions settled, checks to go on with
+/// after the next batch, messages for other ranks.
+pub(crate) struct Queues<'w> {
+    pub(super) stack: &'w mut Vec<(u64, Board, bool)>,
+    pub(super) checks: &'w mut Vec<Check>,
+    pub(super) outbox: &'w mut Vec<Vec<u8>>,
+}
+
+/// The backward pass over the positions `base..base + state.len()` of level `n`: the
+/// whole level in a single process, one rank's slice over ranks. What concerns a position
+/// outside goes to `remote`.
+pub(crate) struct Backward<'a, E: Encoding> {
+    pub(crate) rules: Rules,
+    pub(crate) index: &'a Index,
+    /// The level: seeds on every board.
+    pub(crate) n: usize,
+    pub(crate) state: &'a State<E>,
+    /// The first index `state` holds.
+    pub(crate) base: u64,
+    pub(crate) remote: &'a dyn Remote,
+}
+
+impl<E: Encoding> Backward<'_, E> {
+    /// Settles the positions of `range` (indices of the level, held here) that threshold
+    /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
+    pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
+        let mut settled = 0;
+        let (lo, hi) = (
+            (range.start - self.base) as usize,
+            (range.end - self.base) as usize,
+        );
+        let bit = threshold_bit(t);
+        // Seeds come in index order: each is unranked from the one before.
+        let mut cursor = self.index.cursor(self.n);
+        let mut from = lo;
+        while from < hi {
+            let block = from / BLOCK;
+            let to = ((block + 1) * BLOCK).min(hi);
+            let scan = self.state.blocks[block] & bit != 0;
+            let start = from;
+            from = to;
+            if !scan {
+                continue;
+            }
+            // The seeds of the block as two masks first, in a loop without calls or
+            // unpredictable branches (most blocks hold few seeds). A seed is won at `t` by
+            // its exit, or lost at `-t` when no move stays in the level any more and its
+            // exit gives `-t`. A seed settled by a cascade meanwhile fails in `settle`,
+            // and one made a seed by a cascade is settled by that cascade.
+            let (mut seeds, wins) = self.state.seeds(start, to, t);
+            while seeds != 0 {
+                let j = seeds.trailing_zeros() as usize;
+                seeds &= seeds - 1;
+                let won = wins >> j & 1 != 0;
+                let at = start + j;
+                let i = self.base + at as u64;
+                let board = || *self.index.seek(&mut cursor, i);
+                E::seed(self, i, at, won, t, board, &mut work.queues());
+                // Seeds are gathered into a batch before their predecessors are
+                // generated: one seed alone has too few for the prefetches to overlap.
+                if work.stack.len() >= BATCH || work.checks_ahead.len() >= BATCH {
+                    settled += self.drain(t, work);
+                }
+            }
+        }
+        settled + self.drain(t, work)
+    }
+
+    /// Takes in what another rank sent about a position held here, `m`, at threshold `t`:
+    /// what it settles goes on `work`'s stack, for [`Backward::drain`].
+    pub(crate) fn receive(&self, m: Message, t: i8, work: &mut Work) {
+        let (index, n) = (self.index, self.n);
+        let mut out = work.queues();
+        match m {
+            Message::Settled { qi, won } => {
+                E::update(self, qi, || index.unrank(n, qi), won, NO_PIT, t, &mut out)
+            }
+            Message::Lost { qi } => {
+                let at = (qi - self.base) as usize;
+                let seen = self
+                    .state
+                    .exit(at)
+                    .load(std::sync::atomic::Ordering::Relaxed) as i8;
+                if E::settle(self, at, seen, -t) {
+                    out.stack.push((qi, index.unrank(n, qi), false));
+                }
+            }
+            Message::Check { qi, pit, skip } => {
+                E::go_on(self, qi, index.unrank(n, qi), pit, skip, t, &mut out)
+            }
+        }
+    }
+
+    /// Propagates every settled position on the stack to its predecessors at threshold
+    /// `t` until nothing more is settled here. Returns the positions handled.
+    pub(crate) fn drain(&self, t: i8, work: &mut Work) -> u64 {
+        let held = self.state.len() as u64;
+        let mut done = 0;
+        // What ranking each settled position's base board leaves, refilled per position.
+        let made = &mut RankBase::default();
+        while !work.stack.is_empty()
+            || !work.pending.is_empty()
+            || !work.checks.is_empty()
+            || !work.checks_ahead.is_empty()
+        {
+            if work.stack.len() >= SPLIT_AT {
+                // A cascade this large would keep one thread busy while the others run
+                // out of chunks (level 20: no speed-up at all from a second thread).
+                // Hand half of it to rayon, which lets an idle thread take it.
+                let half = work.stack.split_off(work.stack.len() / 2);
+                let ((a, outbox), b) = rayon::join(
+                    || {
+                        let mut other = Work {
+                            stack: half,
+                            ..Work::default()
+                        };
+                        (self.drain(t, &mut other), other.outbox)
+                    },
+                    || self.drain(t, work),
+                );
+                work.merge(outbox);
+                return done + a + b;
+            }
+            let Work {
+                stack,
+                pending,
+                ahead,
+                checks,
+                checks_ahead,
+                outbox,
+            } = &mut *work;
+            // A pipeline of two batches: generate the predecessors of the next batch and
+            // prefetch their cells, then update those of the batch before, whose cells
+            // have had a whole batch's time to arrive.
+            ahead.clear();
+            for _ in 0..stack.len().min(BATCH) {
+                let (_, board, won) = stack.pop().unwrap();
+                done += 1;
+                // Predecessors are ranked from the board they are un-sown from, only
+                // below the highest pit un-sowing touched.
+                let base_of =
+                    |base: &Board, out: &mut RankBase| self.index.rank_base(base, self.n, out);
+                for_each_unmove_near(
+                    &board,
+                    self.rules,
+                    made,
+                    base_of,
+                    #[inline(always)]
+                    |q, stored, top, near, o| {
+                        if stored {
+                            let qi = self.index.rank_near(near, q, top);
+                            let at = qi.wrapping_sub(self.base);
+                            if at < held {
+                                prefetch(self.state.exit(at as usize));
+                                ahead.push((qi, *q, won, o as u8));
+                            } else {
+                                self.remote.send(outbox, qi, Message::Settled { qi, won });
+                            }
+                        }
+                    },
+                );
+            }
+            let mut out = Queues {
+                stack,
+                checks: checks_ahead,
+                outbox,
+            };
+            for &(qi, q, won, o) in pending.iter() {
+                E::update(self, qi, || q, won, o, t, &mut out);
+            }
+            // The checks queued a batch ago: their first children have had time to arrive.
+            for c in checks.iter() {
+                E::check(self, c, t, &mut out);
+            }
+            checks.clear();
+            std::mem::swap(checks, checks_ahead);
+            std::mem::swap(pending, ahead);
+        }
+        done
+    }
+}
+
+impl Work {
+    /// The queues that settling a seed or a message fills.
+    fn queues(&mut self) -> Queues<'_> {
+        Queues {
+            stack: &mut self.stack,
+            checks: &mut self.checks_ahead,
+            outbox: &mut self.outbox,
+        }
+    }
+
+    /// Appends another thread's outbox to this one.
+    pub(crate) fn merge(&mut self, other: Vec<Vec<u8>>) {
+        if self.outbox.len() < other.len() {
+            self.outbox.resize(other.len(), Vec::new());
+        }
+        for (mine, theirs) in self.outbox.iter_mut().zip(other) {
+            if mine.is_empty() {
+                *mine = theirs;
+            } else {
+                mine.extend_from_slice(&theirs);
+            }
+        }
+    }
+}

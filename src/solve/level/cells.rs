@@ -1,0 +1,106 @@
+//! The memory of a solver state: bytes that the threads of a pass read and update as
+//! atomics, and that the state reads and writes as plain bytes between passes (spilled to
+//! a file, read back, turned into the level's values).
+
+use std::fs::File;
+use std::io::Write;
+use std::ops::Range;
+use std::sync::atomic::AtomicU8;
+
+use crate::util::{read_exact_at_parallel, HugeBuf};
+
+/// Zeroed bytes in anonymous memory, asked for huge pages (the backward pass reads them at
+/// random, and with 4 KiB pages nearly every such read would also miss the TLB), owned by
+/// this type alone.
+///
+/// Every view of the bytes is made from `ptr`, taken once from a mutable borrow of the
+/// buffer; the buffer is not dereferenced again until [`Cells::into_buf`] gives it up. An
+/// atomic view ([`Cells::atomics`]) borrows `&self`, a plain one ([`Cells::bytes_mut`])
+/// borrows `&mut self`: a shared and a mutable view of the same bytes never coexist, and
+/// while threads share the cells every access to a byte is atomic (or, in
+/// [`Cells::write_to`], a plain read of bytes no thread touches meanwhile).
+pub(crate) struct Cells {
+    /// Owns the mapping; not dereferenced while `ptr` is in use.
+    buf: HugeBuf,
+    /// The first of `len` bytes of `buf`, from `as_mut_ptr`: the only way to them.
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: `Cells` owns its bytes as a `Box<[AtomicU8]>` would: `&Cells` gives only atomic
+// access (and `write_to`'s plain reads, whose caller promises no concurrent access), and
+// plain mutable access needs `&mut Cells`. The raw pointer is what keeps the compiler from
+// deriving these.
+unsafe impl Send for Cells {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Cells {}
+
+impl Cells {
+    /// `len` zero bytes.
+    pub(crate) fn zeroed(len: usize) -> std::io::Result<Cells> {
+        let mut buf = HugeBuf::zeroed(len)?;
+        let ptr = buf.as_mut_ptr();
+        Ok(Cells { buf, ptr, len })
+    }
+
+    /// Bytes held.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes as atomics, for the threads of a pass.
+    #[inline(always)]
+    pub(crate) fn atomics(&self) -> &[AtomicU8] {
+        // SAFETY: `ptr` points to `len` bytes that live as long as `self` (the mapping is
+        // owned by `buf`, never moved or unmapped before `self` is dropped); `AtomicU8` has
+        // the size and alignment of `u8`. While this shared borrow lives no `&mut [u8]` of
+        // the bytes exists (`bytes_mut` needs `&mut self`), so all access through it is
+        // atomic.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
+    }
+
+    /// The bytes as plain bytes, between passes.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` points to `len` live bytes (see `atomics`); `&mut self` means no
+        // atomic view and no other plain view is alive, so this one is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    /// Writes the bytes `range` to `file`, then gives their memory back to the kernel: they
+    /// read as zeros until written again. `range` starts at a page boundary.
+    ///
+    /// # Safety
+    /// No thread may read or write the bytes of `range` meanwhile (the others may be in
+    /// use).
+    pub(crate) unsafe fn write_to(
+        &self,
+        range: Range<usize>,
+        file: &mut File,
+    ) -> std::io::Result<()> {
+        assert!(range.end <= self.len);
+        // SAFETY: in bounds (checked above) of the bytes `ptr` points to; by the caller's
+        // promise nothing writes them while this plain view lives, and it is dropped before
+        // the memory is given back below.
+        let raw = unsafe { std::slice::from_raw_parts(self.ptr.add(range.start), range.len()) };
+        file.write_all(raw)?;
+        // SAFETY: anonymous memory, which reads as zeros after; nothing uses these bytes
+        // meanwhile (the caller's promise) and no view of them is left.
+        unsafe { self.buf.discard_shared(range) };
+        Ok(())
+    }
+
+    /// Reads every byte from `file`, from its start.
+    pub(crate) fn read_from(&mut self, file: &File) -> std::io::Result<()> {
+        read_exact_at_parallel(file, 0, self.bytes_mut())
+    }
+
+    /// The buffer, its first `len` bytes kept and the memory of the pages after them given
+    /// back.
+    pub(crate) fn into_buf(self, len: usize) -> HugeBuf {
+        // `ptr` dies with `self`: from here the buffer is reached through itself again.
+        let mut buf = self.buf;
+        buf.truncate(len);
+        buf
+    }
+}

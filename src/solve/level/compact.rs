@@ -1,0 +1,447 @@
+//! The compact state: one byte per position, its best exit while unsettled and its value
+//! once settled, told apart by the code. No count of moves: a position that may be lost is
+//! confirmed by generating its in-level moves and reading its children, as Syzygy's
+//! generator does.
+
+use std::sync::atomic::{
+    AtomicU8,
+    Ordering::{Relaxed, SeqCst},
+};
+
+use rayon::prelude::*;
+
+use super::backward::{Backward, Message, Queues, NO_PIT};
+use super::state::{Encoding, BLOCK};
+use crate::game::rules::{exits, for_each_stay, Board, Exits};
+use crate::util::{prefetch, CHUNK};
+
+/// The most seeds a level built with the compact state may hold: its byte holds the exits
+/// and values `-61..=61` twice over (see [`code`]), and three bytes more for positions with
+/// no exit (see [`NO_EXIT`]).
+pub const COMPACT_MAX_SEEDS: usize = 61;
+
+/// The byte of an unsettled position with no exit and no child known won. Such a position
+/// counts its children known won, up to 2, in its byte: -64, -63 and -62, which no exit of
+/// a level of at most [`COMPACT_MAX_SEEDS`] seeds can be. One with one or two in-level
+/// moves is then found lost without reading its children, and one with more reads them
+/// only from its third won child on.
+const NO_EXIT: i8 = -64;
+
+/// The byte of a position settled at `v`. An unsettled position's byte is its best exit
+/// `b`, `-61..=61`, or no exit ([`NO_EXIT`] and the two bytes above): the bytes `-64..=63`
+/// hold them, whose top two bits are equal. A settled one flips bit 6 of its value:
+/// `64..=127` for a win, `-127..=-65` for a loss (a draw is never settled). So a byte is
+/// settled if it lies outside `-64..=63`, and a settled win is a byte above 64. The code is
+/// its own inverse: `code(code(v)) == v`.
+#[inline(always)]
+fn code(v: i8) -> i8 {
+    (v as u8 ^ 0x40) as i8
+}
+
+/// Whether a byte is a settled position's.
+#[inline(always)]
+fn settled(code: i8) -> bool {
+    code.wrapping_add(64) < 0
+}
+
+/// The smallest byte of a settled win.
+const WON: i8 = 65;
+
+/// The compact encoding: position `i`'s one byte at `i`.
+#[derive(Debug)]
+pub(crate) enum Compact {}
+
+/// A position of the compact state that is lost if all its in-level children are won
+/// (its best exit gives at most `-t`): its byte as read, its board, the pit of a move
+/// whose child is known won ([`NO_PIT`] if none), and the pit and index of the next
+/// child to read, whose cell is being prefetched.
+#[derive(Clone, Copy)]
+pub(crate) struct Check {
+    qi: u64,
+    code: i8,
+    board: Board,
+    skip: u8,
+    pit: u8,
+    first: u64,
+}
+
+impl Encoding for Compact {
+    const BYTES: usize = 1;
+    const EXIT: usize = 0;
+    const NO_EXIT: i8 = NO_EXIT;
+
+    #[inline(always)]
+    fn no_exit(b: i8) -> bool {
+        b <= NO_EXIT + 2
+    }
+
+    #[inline(always)]
+    fn init(cells: &[AtomicU8], _stay: u8, b: i8) {
+        cells[0].store(b as u8, Relaxed);
+    }
+
+    #[inline]
+    fn seeds(cells: &[AtomicU8], t: i8) -> (u64, u64) {
+        match <&[AtomicU8; BLOCK]>::try_from(cells) {
+            Ok(block) => block_seeds(block, t),
+            Err(_) => byte_seeds(cells, t),
+        }
+    }
+
+    fn finish(bytes: &mut [u8], _len: usize) {
+        // In place: each byte becomes its value.
+        bytes.par_chunks_mut(CHUNK as usize).for_each(|chunk| {
+            for b in chunk {
+                *b = final_byte(*b);
+            }
+        });
+    }
+
+    #[inline]
+    fn settle(back: &Backward<Compact>, at: usize, seen: i8, v: i8) -> bool {
+        // The byte of an unsettled position changes when it is settled, and (no exit) when
+        // its count of won children goes up: then try again. Sequentially consistent, as
+        // are the reads of a check: of two threads that each settle a child of one position
+        // and then read its other children, at least one sees both settled.
+        let cell = back.state.exit(at);
+        let mut seen = seen;
+        while !settled(seen) {
+            match cell.compare_exchange(seen as u8, code(v) as u8, SeqCst, Relaxed) {
+                Ok(_) => return true,
+                Err(now) => seen = now as i8,
+            }
+        }
+        false
+    }
+
+    #[inline]
+    fn seed(
+        back: &Backward<Compact>,
+        i: u64,
+        at: usize,
+        won: bool,
+        t: i8,
+        board: impl FnOnce() -> Board,
+        out: &mut Queues,
+    ) {
+        if won {
+            if Self::settle(back, at, t, t) {
+                out.stack.push((i, board(), true));
+            }
+        } else {
+            // Lost only if every in-level child is won by now.
+            queue_check(back, i, -t, board(), NO_PIT, t, out);
+        }
+    }
+
+    #[inline]
+    fn update(
+        back: &Backward<Compact>,
+        qi: u64,
+        board: impl FnOnce() -> Board,
+        won: bool,
+        o: u8,
+        t: i8,
+        out: &mut Queues,
+    ) {
+        let at = (qi - back.base) as usize;
+        let code = back.state.exit(at).load(Relaxed) as i8;
+        if settled(code) {
+            return;
+        }
+        if !won {
+            // The child is lost for its side to move: q wins by moving there.
+            if Self::settle(back, at, code, t) {
+                out.stack.push((qi, board(), true));
+            }
+            return;
+        }
+        // The child is won (>= t). q is lost now if no exit is better than -t and every
+        // other in-level child is won too; with an exit between -t and 0 it is found by the
+        // scan at threshold -b.
+        if code > -t {
+            return;
+        }
+        if code > NO_EXIT + 1 {
+            queue_check(back, qi, code, board(), o, t, out);
+            return;
+        }
+        // No exit and at most one child known won: count this one; lost when the count
+        // reaches the in-level moves (each won child is told once).
+        let q = board();
+        let moves = match exits(&q, back.rules) {
+            Exits::Moves { stay } => stay as i8,
+            _ => unreachable!("a position with no exit has in-level moves"),
+        };
+        let cell = back.state.exit(at);
+        let mut code = code;
+        loop {
+            let won = code - NO_EXIT + 1;
+            let next = if won == moves {
+                self::code(-t)
+            } else {
+                NO_EXIT + won
+            };
+            match cell.compare_exchange(code as u8, next as u8, SeqCst, Relaxed) {
+                Ok(_) if won == moves => {
+                    out.stack.push((qi, q, false));
+                    return;
+                }
+                Ok(_) => return,
+                Err(now) => code = now as i8,
+            }
+            if settled(code) {
+                return;
+            }
+            if code > NO_EXIT + 1 {
+                // Two children counted by others meanwhile: check this one.
+                break;
+            }
+        }
+        queue_check(back, qi, code, q, o, t, out);
+    }
+
+    #[inline]
+    fn check(back: &Backward<Compact>, c: &Check, t: i8, out: &mut Queues) {
+        if won(back, c.first) {
+            next_child(back, c, c.pit as usize + 1, t, out);
+        }
+    }
+
+    fn go_on(
+        back: &Backward<Compact>,
+        qi: u64,
+        board: Board,
+        pit: u8,
+        skip: u8,
+        t: i8,
+        out: &mut Queues,
+    ) {
+        let c = Check {
+            qi,
+            // Read by `settle` only if qi is held here: a guess then.
+            code: -t,
+            board,
+            skip,
+            pit: 0,
+            first: 0,
+        };
+        next_child(back, &c, pit as usize, t, out);
+    }
+}
+
+/// The value a byte leaves its position: the settled value, else 0 (a draw).
+#[inline(always)]
+fn final_byte(b: u8) -> u8 {
+    let b = b as i8;
+    if settled(b) {
+        code(b) as u8
+    } else {
+        0
+    }
+}
+
+/// Whether the child at index `ci` (held here) is settled and won for its side to move.
+#[inline(always)]
+fn won(back: &Backward<Compact>, ci: u64) -> bool {
+    back.state.exit((ci - back.base) as usize).load(SeqCst) as i8 >= WON
+}
+
+/// Position `qi`, unsettled with byte `code` and a best exit of at most `-t`, is lost at
+/// `t` if every in-level child is won (for its side to move); the child by pit `skip` is
+/// known to be. Its moves are generated again: the first other child is ranked and
+/// prefetched, and the check waits on the queue for the next batch; with no other child,
+/// it is lost now.
+#[inline]
+fn queue_check(
+    back: &Backward<Compact>,
+    qi: u64,
+    code: i8,
+    board: Board,
+    skip: u8,
+    t: i8,
+    out: &mut Queues,
+) {
+    let check = Check {
+        qi,
+        code,
+        board,
+        skip,
+        pit: 0,
+        first: 0,
+    };
+    next_child(back, &check, 0, t, out);
+}
+
+/// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
+/// prefetched and queued on the checks for the batch after, so that no child's cache miss
+/// is waited for; when none is left, every child is won, and the position is lost at `t`
+/// and goes on the stack. Over ranks, a child held by another rank sends the check on to
+/// that rank, and a position lost there is told its holder.
+#[inline]
+fn next_child(back: &Backward<Compact>, c: &Check, from: usize, t: i8, out: &mut Queues) {
+    let mut next = None;
+    for_each_stay(&c.board, back.rules, from, |o, child| {
+        if o as u8 == c.skip {
+            return true;
+        }
+        next = Some((o, back.index.rank_in(child, back.n)));
+        false
+    });
+    let held = back.state.len() as u64;
+    match next {
+        Some((pit, ci)) => {
+            let at = ci.wrapping_sub(back.base);
+            if at < held {
+                prefetch(back.state.exit(at as usize));
+                out.checks.push(Check {
+                    pit: pit as u8,
+                    first: ci,
+                    ..*c
+                });
+            } else {
+                let m = Message::Check {
+                    qi: c.qi,
+                    pit: pit as u8,
+                    skip: c.skip,
+                };
+                back.remote.send(out.outbox, ci, m);
+            }
+        }
+        None => {
+            let at = c.qi.wrapping_sub(back.base);
+            if at < held {
+                if Compact::settle(back, at as usize, c.code, -t) {
+                    out.stack.push((c.qi, c.board, false));
+                }
+            } else {
+                back.remote
+                    .send(out.outbox, c.qi, Message::Lost { qi: c.qi });
+            }
+        }
+    }
+}
+
+/// The seeds of threshold `t` among compact bytes, as [`Encoding::seeds`] gives them: a
+/// win is an unsettled byte `t`; a possible loss one of `-t`.
+fn byte_seeds(cells: &[AtomicU8], t: i8) -> (u64, u64) {
+    let (mut seeds, mut wins) = (0u64, 0u64);
+    for (j, c) in cells.iter().enumerate() {
+        let b = c.load(Relaxed) as i8;
+        seeds |= ((b == t || b == -t) as u64) << j;
+        wins |= ((b == t) as u64) << j;
+    }
+    (seeds, wins)
+}
+
+/// [`byte_seeds`] of a whole block, 16 bytes at a time.
+#[inline]
+fn block_seeds(cells: &[AtomicU8; BLOCK], t: i8) -> (u64, u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2, all these intrinsics need, is part of every x86_64 CPU.
+    unsafe {
+        use super::state::load16;
+        use std::arch::x86_64::*;
+        let (won_key, lost_key) = (_mm_set1_epi8(t), _mm_set1_epi8(-t));
+        let (mut seeds, mut wins) = (0u64, 0u64);
+        for (k, part) in cells.chunks_exact(16).enumerate() {
+            let v = load16(part);
+            let w = _mm_movemask_epi8(_mm_cmpeq_epi8(v, won_key)) as u16 as u64;
+            let l = _mm_movemask_epi8(_mm_cmpeq_epi8(v, lost_key)) as u16 as u64;
+            wins |= w << (16 * k);
+            seeds |= (w | l) << (16 * k);
+        }
+        (seeds, wins)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    byte_seeds(cells, t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::scan::NO_EXIT as SCAN_NO_EXIT;
+
+    /// Every byte is read as the right thing: the exits and values of a level of at most
+    /// [`COMPACT_MAX_SEEDS`] seeds, settled or not, and the no-exit counts, never taken for
+    /// one another; settling round-trips the value, and an unsettled byte finishes as a
+    /// draw.
+    #[test]
+    fn codes_round_trip() {
+        let max = COMPACT_MAX_SEEDS as i8;
+        for v in -max..=max {
+            // Unsettled: its exit.
+            assert!(!settled(v), "exit {v}");
+            assert!(!Compact::no_exit(v), "exit {v}");
+            assert_eq!(final_byte(v as u8), 0);
+            // Settled at v (a draw is never settled).
+            if v != 0 {
+                assert!(settled(code(v)), "value {v}");
+                assert_eq!(code(code(v)), v);
+                assert_eq!(final_byte(code(v) as u8) as i8, v);
+                assert_eq!(code(v) >= WON, v > 0, "value {v}");
+            }
+        }
+        for count in 0..=2 {
+            let b = NO_EXIT + count;
+            assert!(!settled(b) && Compact::no_exit(b), "no exit, {count} won");
+            assert!(b < -max);
+        }
+        // The state's own translation of the scan's no-exit byte.
+        let cell = [AtomicU8::new(0)];
+        Compact::init(&cell, 3, NO_EXIT);
+        assert_eq!(cell[0].load(Relaxed) as i8, NO_EXIT);
+        assert_ne!(SCAN_NO_EXIT, NO_EXIT);
+        // Half the bytes are unsettled (123 exits, 3 counts, 2 spare), and among the others
+        // every value but a draw has its byte.
+        let unsettled = (-128..=127i8).filter(|&b| !settled(b)).count();
+        assert_eq!(unsettled, 128);
+        let values = (-128..=127i8)
+            .map(code)
+            .filter(|&v| {
+                settled(code(v)) && v != 0 && v.unsigned_abs() as usize <= COMPACT_MAX_SEEDS
+            })
+            .count();
+        assert_eq!(values, 2 * COMPACT_MAX_SEEDS);
+    }
+
+    /// The vector scan of a block finds the seeds of the byte loop, at thresholds 1..=9, on
+    /// drawn bytes: exits -9..=9, settled values, no exit and its counts.
+    #[test]
+    fn block_scan_finds_the_seeds_of_the_byte_loop() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let (mut won, mut lost) = (0u32, 0u32);
+        for round in 0..4000 {
+            let bytes: Vec<u8> = (0..BLOCK)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let r = (x >> 32) as u8;
+                    let small = ((r >> 3) % 19) as i8 - 9;
+                    match r % 8 {
+                        0 => (NO_EXIT + (r >> 4) as i8 % 3) as u8,
+                        1 if small != 0 => code(small) as u8,
+                        _ => small as u8,
+                    }
+                })
+                .collect();
+            let cells: Vec<AtomicU8> = bytes.iter().map(|&b| AtomicU8::new(b)).collect();
+            let block: &[AtomicU8; BLOCK] = cells.as_slice().try_into().unwrap();
+            let t = (round % 9 + 1) as i8;
+            let expect = byte_seeds(&cells, t);
+            assert_eq!(
+                block_seeds(block, t),
+                expect,
+                "threshold {t}, bytes {bytes:?}"
+            );
+            assert_eq!(Compact::seeds(&cells, t), expect);
+            won += expect.1.count_ones();
+            lost += (expect.0 & !expect.1).count_ones();
+        }
+        assert!(
+            won > 1_000 && lost > 1_000,
+            "{won} won and {lost} lost seeds drawn"
+        );
+    }
+}
