@@ -35,7 +35,7 @@ function current() {
   return S.states[S.at];
 }
 
-// --- rules: the sowing of src/game/rules.rs (play_raw, sow, turn) ---
+// --- rules: the sowing of src/game/rules/ (moves.rs: play_raw, sow; mod.rs: turn) ---
 
 function sow(pos, P, rules, o) {
   const np = 2 * P;

@@ -1,0 +1,349 @@
+//! The game: boards of 2 x P pits, moves, captures, game ends and un-moves, under the two
+//! rule sets of DESIGN.md section 1.
+//!
+//! A board is always seen from the side to move: pits `0..P` are its own, `P..2P` the
+//! opponent's, numbered counter-clockwise. After a move the board is turned round, so a
+//! child is again seen from the side to move.
+//!
+//! Here: the rule sets, the board, a move and the limits. The parts, each re-exported
+//! here: `moves` (sowing, captures, the legal moves), `exits` (what the solver's forward
+//! pass needs of a position's moves), `unmoves` (the in-level predecessors) and
+//! `uncaptures` (the predecessors by a capture).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+mod exits;
+mod moves;
+mod uncaptures;
+mod unmoves;
+
+pub use exits::{exits, for_each_exit, for_each_stay, Exits};
+pub use moves::legal_moves;
+pub use uncaptures::for_each_uncapture;
+pub use unmoves::{for_each_unmove, for_each_unmove_near, unmoves};
+
+/// Most pits per side the builder supports.
+pub const MAX_PITS: usize = 8;
+/// Most seeds on a board: values are signed bytes, so `n <= 127`.
+pub const MAX_SEEDS: usize = 127;
+
+/// The rule set. Both play the same moves; they differ in what happens when a move would
+/// leave the opponent without seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rules {
+    /// Romein & Bal's solution (Computer Olympiad rules): a move that leaves the opponent
+    /// no seeds is illegal unless every move does so; then it is played and the mover takes
+    /// every seed left.
+    Awari,
+    /// Abapa tournament rules: a capture of every opponent seed (grand slam) captures
+    /// nothing; a player who cannot feed an empty opponent takes every seed left.
+    Oware,
+}
+
+impl Rules {
+    /// The lower-case name used on the command line and in folder names (`awari`,
+    /// `oware`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rules::Awari => "awari",
+            Rules::Oware => "oware",
+        }
+    }
+
+    /// Code stored in level file headers.
+    pub fn code(self) -> u8 {
+        match self {
+            Rules::Awari => 0,
+            Rules::Oware => 1,
+        }
+    }
+
+    /// The rule set of a header code, or `None` for an unknown code.
+    pub fn from_code(code: u8) -> Option<Rules> {
+        match code {
+            0 => Some(Rules::Awari),
+            1 => Some(Rules::Oware),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Rules {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Rules {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "awari" => Ok(Rules::Awari),
+            "oware" | "abapa" => Ok(Rules::Oware),
+            _ => Err(format!(
+                "unknown rule set '{s}' (expected 'awari' or 'oware')"
+            )),
+        }
+    }
+}
+
+/// A position: `2P` pit counts, side to move first. Pits past `2P` are always zero, so
+/// that boards of one size compare and hash by their array.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Board {
+    pits: [u8; 2 * MAX_PITS],
+    p: u8,
+}
+
+impl Board {
+    /// An empty board with `p` pits per side.
+    pub fn empty(p: usize) -> Board {
+        assert!((2..=MAX_PITS).contains(&p), "pits per side must be 2..=8");
+        Board {
+            pits: [0; 2 * MAX_PITS],
+            p: p as u8,
+        }
+    }
+
+    /// A board from `2P` counts, side to move first. Errors say what is wrong, in words a
+    /// user can act on.
+    pub fn from_counts(p: usize, counts: &[u32]) -> Result<Board> {
+        let bad = |msg: String| Err(Error::Input(msg));
+        if !(2..=MAX_PITS).contains(&p) {
+            return bad(format!("pits per side must be 2..={MAX_PITS}, not {p}"));
+        }
+        if counts.len() != 2 * p {
+            return bad(format!(
+                "a board of {p} pits per side needs {} pit counts, got {}",
+                2 * p,
+                counts.len()
+            ));
+        }
+        let total: u64 = counts.iter().map(|&c| c as u64).sum();
+        if total > MAX_SEEDS as u64 {
+            return bad(format!(
+                "{total} seeds on the board; at most {MAX_SEEDS} are supported"
+            ));
+        }
+        let mut b = Board::empty(p);
+        for (i, &c) in counts.iter().enumerate() {
+            b.pits[i] = c as u8;
+        }
+        Ok(b)
+    }
+
+    /// The start position: `k` seeds in each of the `2p` pits.
+    pub fn start(p: usize, k: usize) -> Board {
+        let mut b = Board::empty(p);
+        for i in 0..2 * p {
+            b.pits[i] = k as u8;
+        }
+        b
+    }
+
+    /// Pits per side, `P`.
+    #[inline]
+    pub fn pits_per_side(&self) -> usize {
+        self.p as usize
+    }
+
+    /// All pit slots, zero past `2P` (for hot loops specialised to a board size).
+    #[inline]
+    pub fn raw(&self) -> &[u8; 2 * MAX_PITS] {
+        &self.pits
+    }
+
+    /// The pits as [`Board::raw`] gives them, to change; the pits past `2P` must stay
+    /// zero.
+    #[inline]
+    pub(crate) fn raw_mut(&mut self) -> &mut [u8; 2 * MAX_PITS] {
+        &mut self.pits
+    }
+
+    /// The `2P` pit counts, side to move first.
+    #[inline]
+    pub fn pits(&self) -> &[u8] {
+        &self.pits[..2 * self.p as usize]
+    }
+
+    /// The `2P` pit counts, side to move first, to change in place. Pits past `2P` are
+    /// not reachable, so they stay zero.
+    #[inline]
+    pub fn pits_mut(&mut self) -> &mut [u8] {
+        let n = 2 * self.p as usize;
+        &mut self.pits[..n]
+    }
+
+    /// The seeds in pit `i` (`i < 2P`).
+    #[inline]
+    pub fn get(&self, i: usize) -> u8 {
+        self.pits[i]
+    }
+
+    /// Puts `v` seeds in pit `i`. Callers keep `i < 2P`: a non-zero slot past `2P` would
+    /// break comparing and hashing boards.
+    #[inline]
+    pub fn set(&mut self, i: usize, v: u8) {
+        self.pits[i] = v;
+    }
+
+    /// Seeds on the board: the level the position belongs to.
+    #[inline]
+    pub fn seeds(&self) -> usize {
+        self.pits().iter().map(|&c| c as usize).sum()
+    }
+
+    /// Seeds in the side to move's pits `0..P`.
+    #[inline]
+    pub fn own_seeds(&self) -> usize {
+        self.pits[..self.p as usize]
+            .iter()
+            .map(|&c| c as usize)
+            .sum()
+    }
+
+    /// Seeds in the opponent's pits `P..2P`.
+    #[inline]
+    pub fn opponent_seeds(&self) -> usize {
+        let p = self.p as usize;
+        self.pits[p..2 * p].iter().map(|&c| c as usize).sum()
+    }
+
+    /// Whether the database stores this position: some opponent pit is empty (the
+    /// opponent has just sowed from it). Others are answered from their children.
+    #[inline]
+    pub fn is_stored(&self) -> bool {
+        let p = self.p as usize;
+        // A plain loop: `contains` on bytes calls memchr, slow for a handful of pits.
+        #[allow(clippy::manual_contains)]
+        self.pits[p..2 * p].iter().any(|&c| c == 0)
+    }
+
+    /// The board seen from the other side.
+    #[inline]
+    pub fn turned(&self) -> Board {
+        turn(&self.pits, self.p as usize)
+    }
+}
+
+/// The board with its two rows swapped, as one 128-bit rotation of the `2p` pits in use:
+/// two slice copies of a length known only at run time were calls to `memmove`, 2.6 % of
+/// a build.
+#[inline]
+fn turn(pits: &[u8; 2 * MAX_PITS], p: usize) -> Board {
+    debug_assert!((2..=MAX_PITS).contains(&p));
+    let row = 8 * p as u32;
+    let used = u128::MAX >> (128 - 2 * row);
+    let x = u128::from_le_bytes(*pits) & used;
+    Board {
+        pits: ((x >> row | x << row) & used).to_le_bytes(),
+        p: p as u8,
+    }
+}
+
+impl fmt::Debug for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Board(")?;
+        for (i, c) in self.pits().iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl fmt::Display for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, c) in self.pits().iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One legal move and where it leads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The pit sowed from (0-based, side to move).
+    pub pit: u8,
+    /// Seeds captured by the move.
+    pub captured: u8,
+    /// The game ends after the move and the mover takes every seed left (an Awari move
+    /// forced to leave the opponent without seeds). Such a move is worth `n`.
+    pub ends_game: bool,
+    /// The position after the move, seen from the opponent (now to move).
+    pub child: Board,
+}
+
+impl Move {
+    /// Whether the move stays in the level: nothing captured and the game goes on.
+    #[inline]
+    pub fn stays_in_level(&self) -> bool {
+        self.captured == 0 && !self.ends_game
+    }
+}
+
+/// The legal moves of a position, or why there are none.
+#[derive(Clone, Copy, Debug)]
+pub struct Moves {
+    list: [Move; MAX_PITS],
+    len: u8,
+    /// The value of the game end when there is no legal move: `-n` when the side to move
+    /// has no seeds, `+n` under Oware when it cannot feed the opponent.
+    pub terminal_value: Option<i8>,
+}
+
+impl Moves {
+    /// The legal moves, in pit order.
+    pub fn as_slice(&self) -> &[Move] {
+        &self.list[..self.len as usize]
+    }
+    /// The number of legal moves.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    /// Whether there is no legal move: the game is over, see `terminal_value`.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// What the parts' tests share: a board from its counts, a move by its pit, every board
+/// of a level.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) fn b(counts: &[u32]) -> Board {
+        Board::from_counts(counts.len() / 2, counts).unwrap()
+    }
+
+    pub(super) fn find(moves: &Moves, pit: u8) -> Move {
+        *moves.as_slice().iter().find(|m| m.pit == pit).unwrap()
+    }
+
+    /// Every board of `n` seeds on `p` pits per side (stored or not).
+    pub(super) fn all_boards(p: usize, n: usize, f: &mut impl FnMut(&Board)) {
+        fn fill(b: &mut Board, i: usize, left: usize, f: &mut impl FnMut(&Board)) {
+            if i == 0 {
+                b.set(0, left as u8);
+                f(b);
+                return;
+            }
+            for x in 0..=left {
+                b.set(i, x as u8);
+                fill(b, i - 1, left - x, f);
+            }
+            b.set(i, 0);
+        }
+        fill(&mut Board::empty(p), 2 * p - 1, n, f);
+    }
+}
