@@ -104,3 +104,62 @@ impl Cells {
         buf
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek, SeekFrom};
+    use std::sync::atomic::Ordering::Relaxed;
+
+    /// The life of a state's memory: threads update the cells through atomics, one range is
+    /// written out while other threads go on with the rest, the bytes are read back and
+    /// turned plain, and the buffer is given up with the bytes kept. (Also run under Miri,
+    /// which checks that no view of the bytes outlives its borrow.)
+    #[test]
+    fn atomic_and_plain_views_take_turns() {
+        let len = 2 * 4096;
+        let mut cells = Cells::zeroed(len).unwrap();
+        let (low, high) = (0..4096, 4096..len);
+        std::thread::scope(|s| {
+            for k in 0..2u8 {
+                let cells = &cells;
+                s.spawn(move || {
+                    for i in (k as usize..len).step_by(2) {
+                        cells.atomics()[i].fetch_add(i as u8 ^ k, Relaxed);
+                    }
+                });
+            }
+        });
+        let mut file = tempfile::tempfile().unwrap();
+        std::thread::scope(|s| {
+            let cells = &cells;
+            s.spawn(|| {
+                for c in &cells.atomics()[high.clone()] {
+                    c.fetch_add(1, Relaxed);
+                }
+            });
+            // SAFETY: the other thread touches only `high`.
+            unsafe { cells.write_to(low.clone(), &mut file).unwrap() };
+        });
+        // Written out, the low bytes read as zeros (but under Miri, which keeps them); the
+        // high ones went on.
+        let want = |i: usize| i as u8 ^ (i % 2) as u8;
+        let zeros = cells.atomics()[low.clone()].iter().all(|c| c.load(Relaxed) == 0);
+        assert!(zeros || cfg!(miri));
+        for i in high.clone() {
+            assert_eq!(cells.atomics()[i].load(Relaxed), want(i).wrapping_add(1));
+        }
+        let mut written = Vec::new();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        file.read_to_end(&mut written).unwrap();
+        assert_eq!(written, low.clone().map(want).collect::<Vec<_>>());
+        // Read back over the whole buffer: the file holds the low bytes only.
+        let bytes = cells.bytes_mut();
+        bytes[..4096].copy_from_slice(&written);
+        bytes[4096] = 7;
+        let buf = cells.into_buf(4097);
+        assert_eq!(buf.len(), 4097);
+        assert_eq!(&buf[..4096], &written[..]);
+        assert_eq!(buf[4096], 7);
+    }
+}
