@@ -9,7 +9,6 @@ mod api;
 mod browser;
 mod cli;
 mod crosscheck;
-mod ranks;
 mod docs;
 mod golden;
 mod layers;
@@ -18,6 +17,7 @@ mod mpi;
 mod pack;
 mod play;
 mod properties;
+mod ranks;
 #[cfg(feature = "serve")]
 mod router;
 #[cfg(feature = "serve")]
