@@ -15,11 +15,12 @@ use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
 use crate::db::raw::{Check, LevelWriter};
-use crate::db::store::{has_exit_model, LevelFile, LevelSource, LevelStack, Values};
+use crate::db::source::{LevelSource, LowerSources};
+use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::game::scan::{lowest_captured_level, Stream};
+use crate::game::scan::lowest_captured_level;
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
@@ -284,7 +285,15 @@ fn solve<const C: bool>(
             f
         }
         Lower::Stream => {
-            let sources = Sources::open(dir, opts.rules, index, n, done)?;
+            // A level that `done` holds (packed with the exit model, resolved) is read
+            // from memory.
+            let first = lowest_captured_level(index.pits_per_side(), n);
+            let held = |m| match done.get(m) {
+                Some(Values::Owned(v)) => Some(&v[..]),
+                _ => None,
+            };
+            let levels = first..n.saturating_sub(1);
+            let sources = LowerSources::open(dir, opts.rules, index, levels, opts.max_seeds, held)?;
             forward_stream(opts.rules, index, n, &sources, &bar)?
         }
     };
@@ -295,51 +304,6 @@ fn solve<const C: bool>(
     let stats = Outcomes::of_parallel(&values);
     bar.finish();
     Ok((values, stats, phases))
-}
-
-/// The levels a streamed forward pass of level `n` reads: each from its file, or from
-/// memory where `done` holds it (a level packed with the exit model, resolved).
-struct Sources<'a> {
-    /// Level `m` at `m - first`.
-    levels: Vec<Source<'a>>,
-    first: usize,
-}
-
-enum Source<'a> {
-    File(LevelSource),
-    Memory(&'a [u8]),
-}
-
-impl<'a> Sources<'a> {
-    fn open(
-        dir: &Path,
-        rules: Rules,
-        index: &Index,
-        n: usize,
-        done: &'a LevelStack,
-    ) -> Result<Sources<'a>> {
-        let first = lowest_captured_level(index.pits_per_side(), n);
-        let levels = (first..n.saturating_sub(1))
-            .map(|m| match done.get(m) {
-                Some(Values::Owned(v)) => Ok(Source::Memory(v)),
-                _ => lower_source(dir, rules, index, m, n).map(Source::File),
-            })
-            .collect::<Result<_>>()?;
-        Ok(Sources { levels, first })
-    }
-}
-
-impl Stream for Sources<'_> {
-    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> Result<()> {
-        match &self.levels[seeds - self.first] {
-            Source::File(f) => f.read(start, out),
-            Source::Memory(v) => {
-                let start = start as usize;
-                out.copy_from_slice(&v[start..start + out.len()]);
-                Ok(())
-            }
-        }
-    }
 }
 
 /// The finished levels a random forward pass reads, in anonymous memory in huge pages: a
@@ -381,7 +345,11 @@ impl Hot {
             })?;
             match done.get(m) {
                 Some(Values::Owned(v)) => buf.copy_from_slice(v),
-                _ => lower_source(dir, rules, index, m, n)?.read_parallel(&mut buf)?,
+                _ => {
+                    let want = Expect::level(rules, index, m);
+                    LevelSource::open_required(dir, &want, index.max_seeds())?
+                        .read_parallel(&mut buf)?
+                }
             }
             self.levels[m] = Some(buf);
         }
@@ -445,22 +413,6 @@ fn write_packed(opts: &BuildOptions, dir: &Path, want: &Expect, values: &[u8]) -
     let path = packed_path(dir, want.seeds);
     pack_payload(&path, opts.rules, opts.pits, want.seeds, values, &pack, &[])?;
     LevelSource::open_packed(dir, want)?.check_checksum_with(|_| {})
-}
-
-/// Level `m` of the database in `dir` as a stream, which level `n` reads.
-fn lower_source(
-    dir: &Path,
-    rules: Rules,
-    index: &Index,
-    m: usize,
-    n: usize,
-) -> Result<LevelSource> {
-    LevelSource::open(dir, &Expect::level(rules, index, m))?.ok_or_else(|| {
-        Error::Input(format!(
-            "level {m} is missing from {} (level {n} reads it)",
-            dir.display()
-        ))
-    })
 }
 
 #[cfg(test)]
