@@ -49,7 +49,7 @@ mod game;
 mod solve;
 mod util;
 
-pub use app::query::{Analysis, Line, MoveValue, Ply};
+pub use app::database::{Analysis, Line, MoveValue, Ply};
 pub use app::tablebase::{Outcome, Position, Tablebase, Value};
 pub use error::{Error, Result};
 pub use game::rules::Rules;
@@ -71,7 +71,8 @@ pub mod plan {
 /// binary: the one-board-size reader, the index, file names and locks, the rules move by
 /// move, and one module per application.
 pub mod expert {
-    pub use crate::app::query::{draw, parse_counts, Database, LINE_PLIES};
+    pub use crate::app::database::Database;
+    pub use crate::app::query::{draw, parse_counts, LINE_PLIES};
     pub use crate::db::layout::{
         build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
     };

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::app::query::Database;
+use crate::app::database::Database;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::{Board, Rules, MAX_SEEDS};

@@ -11,7 +11,7 @@
 //!
 //! A level packed with the exit model ([`crate::db::model`]) stores bytes that become values
 //! only with the values of the levels below: a probe resolves them in
-//! [`crate::app::query::Database`], a whole-level reader passes the lower levels' values
+//! [`crate::app::database::Database`], a whole-level reader passes the lower levels' values
 //! (`below`) to [`LevelFile::into_checked_values`], and [`LevelStack`] reads them
 //! bottom-up for readers that do not hold them already.
 
@@ -88,7 +88,7 @@ impl LevelFile {
     /// The value of the position with index `i`, for a level that stores values
     /// ([`Model::Plain`]). Fails on a damaged packed block (the error names the level and
     /// the block), and on a level packed with the exit model, whose values need the lower
-    /// levels: probe it through [`crate::app::query::Database::probe`].
+    /// levels: probe it through [`crate::app::database::Database::probe`].
     #[inline]
     pub fn value(&self, i: u64) -> Result<i8> {
         match self {
