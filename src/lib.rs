@@ -63,7 +63,7 @@ pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
 pub mod plan {
     pub use crate::solve::plan::{
         check_build_fits, check_level_fits, check_slice_fits, plan, rate_at, way, way_cost, Ask,
-        Fit, LevelPlan, Machine, Rate, Room, Way, DEFAULT_PACK_RATIO, RATE_FALL, STREAM_BUFFER,
+        Fit, LevelPlan, Machine, Rate, Room, DEFAULT_PACK_RATIO, RATE_FALL, STREAM_BUFFER,
     };
 }
 

@@ -310,8 +310,9 @@ fn solve<const C: bool>(
 /// level just built keeps the memory its solver state had ([`State::into_values`]); one
 /// found on disk is read into such memory from its file (raw, or packed and decompressed)
 /// the first time a level needs it. Through the files' maps (4 KiB pages) nearly every
-/// random read of a lower level also missed the TLB. A level whose state spills lets them
-/// all go after its forward pass, and the next level reads them again.
+/// random read of a lower level also missed the TLB. A level whose state spills lets the
+/// level below it go before its forward pass (which reads levels up to two below) and all
+/// the others after it; the next level reads them again.
 #[derive(Default)]
 struct Hot {
     /// Level `m`, or `None` when not held.
