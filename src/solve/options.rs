@@ -38,9 +38,9 @@ pub struct BuildOptions {
     pub progress: bool,
     /// Levels whose fast solver state, read at random, takes at least this many bytes
     /// spill it to a temporary file in the forward pass so that it never shares memory
-    /// with the lower levels (DESIGN.md section 5.2, "Spilling"); [`SPILL_FROM`] by
-    /// default, 0 for every level, `u64::MAX` for none. Over ranks the lower levels are
-    /// read as streams, so nothing spills.
+    /// with the lower levels (DESIGN.md section 5.2, "Spilling"):
+    /// [`crate::expert::SPILL_FROM`] by default, 0 for every level, `u64::MAX` for none.
+    /// Over ranks the lower levels are read as streams, so nothing spills.
     pub spill_from: u64,
     /// The solver state; `None` chooses per level ([`crate::plan::way`]).
     pub state: Option<StateKind>,
@@ -59,7 +59,7 @@ pub struct BuildOptions {
 impl BuildOptions {
     /// Levels `0..=max_seeds` of `rules` with `pits` pits per side under `root`, with the
     /// defaults: keep complete levels, check memory and disk, no progress bars, spill
-    /// from [`SPILL_FROM`], the state and the reading of the lower levels chosen per
+    /// from [`crate::expert::SPILL_FROM`], the state and the reading of the lower levels chosen per
     /// level, raw files, one rank a node.
     pub fn new(root: &Path, rules: Rules, pits: usize, max_seeds: usize) -> BuildOptions {
         BuildOptions {

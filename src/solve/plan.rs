@@ -160,12 +160,12 @@ pub struct Ask {
     /// How the lower levels are read; `None` chooses per level.
     pub lower: Option<Lower>,
     /// A random forward pass whose state takes at least this many bytes spills it
-    /// ([`SPILL_FROM`] by default).
+    /// ([`crate::expert::SPILL_FROM`] by default).
     pub spill_from: u64,
 }
 
 impl Default for Ask {
-    /// Everything chosen per level, spilling from [`SPILL_FROM`].
+    /// Everything chosen per level, spilling from [`crate::expert::SPILL_FROM`].
     fn default() -> Ask {
         Ask {
             state: None,
@@ -178,7 +178,7 @@ impl Default for Ask {
 /// One level (or one rank's slice of it) as [`way`] fits it into memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fit {
-    /// The level: seeds on the board (above [`COMPACT_MAX_SEEDS`] only the fast state).
+    /// The level: seeds on the board (above 61 only the fast state holds it).
     pub seeds: usize,
     /// Positions whose state is held: the level's, or a rank's slice's.
     pub positions: u64,
