@@ -10,8 +10,7 @@
 //! # fn main() -> Result<(), awari::Error> {
 //! # let tmp = std::env::temp_dir().join(format!("awari-doc-{}", std::process::id()));
 //! # let _ = std::fs::remove_dir_all(&tmp);
-//! # let mut opts = awari::BuildOptions::new(&tmp, awari::Rules::Awari, 6, 8);
-//! # opts.check = false;
+//! # let opts = awari::BuildOptions::new(&tmp, awari::Rules::Awari, 6, 8).check(false);
 //! # awari::build(&opts, |_| {}, |_| {})?;
 //! # let db = tmp.to_str().unwrap();
 //! // Levels built with `awari build --max-seeds 8 --dir <db>`.
@@ -50,19 +49,21 @@ mod game;
 mod solve;
 mod util;
 
-pub use app::query::{Analysis, Line, MoveValue, Ply};
+pub use app::database::{Analysis, Line, MoveValue, Ply};
 pub use app::tablebase::{Outcome, Position, Tablebase, Value};
 pub use error::{Error, Result};
 pub use game::rules::Rules;
-pub use solve::build::{build, BuildOptions, LevelReport, Lower, StateKind};
+pub use solve::build::{build, LevelReport, Lower, StateKind};
+pub use solve::options::BuildOptions;
+pub use solve::plan::Way;
 pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
 
 /// Planning a build: what each level needs per rank (memory, disk, time) and whether a
 /// machine has it; the partition of a level into slices (DESIGN.md section 5.4).
 pub mod plan {
     pub use crate::solve::plan::{
-        check_build_fits, check_level_fits, check_slice_fits, plan, rate_at, way, way_cost,
-        LevelPlan, Machine, Rate, Room, DEFAULT_PACK_RATIO, RATE_FALL, STATE_BYTES, STREAM_BUFFER,
+        check_build_fits, check_level_fits, check_slice_fits, plan, rate_at, way, way_cost, Ask,
+        Fit, LevelPlan, Machine, Rate, Room, DEFAULT_PACK_RATIO, RATE_FALL, STREAM_BUFFER,
     };
 }
 
@@ -70,7 +71,8 @@ pub mod plan {
 /// binary: the one-board-size reader, the index, file names and locks, the rules move by
 /// move, and one module per application.
 pub mod expert {
-    pub use crate::app::query::{draw, parse_counts, Database, LINE_PLIES};
+    pub use crate::app::database::Database;
+    pub use crate::app::query::{draw, parse_counts, LINE_PLIES};
     pub use crate::db::layout::{
         build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
     };
@@ -78,7 +80,7 @@ pub mod expert {
     pub use crate::db::store::LevelFile;
     pub use crate::game::index::{Cursor, Index, RankBase};
     pub use crate::game::rules::{legal_moves, Board, Move, MAX_PITS, MAX_SEEDS};
-    pub use crate::solve::build::{choose, SPILL_FROM};
+    pub use crate::solve::build::SPILL_FROM;
     pub use crate::solve::level::{Outcomes, PhaseTimes};
     pub use crate::solve::verify::parse_levels;
     pub use crate::util::{check_threads, MAX_THREADS};
@@ -103,8 +105,7 @@ pub mod expert {
         #[cfg(feature = "mpi")]
         pub use crate::solve::ranks::mpi_comm::MpiComm;
         pub use crate::solve::ranks::{
-            build_slices, solve_slice, Comm, DistOptions, LowerSlices, Mail, SliceReport, ROUND,
-            SEGMENT,
+            build_slices, solve_slice, Comm, LowerSlices, Mail, SliceReport, ROUND, SEGMENT,
         };
     }
 

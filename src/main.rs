@@ -97,7 +97,11 @@ fn main() -> ExitCode {
             // Every error prints its own part only: the chain says each cause once.
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
             eprintln!("error: {}", msg.join(": "));
-            ExitCode::FAILURE
+            if e.downcast_ref::<cmd::Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

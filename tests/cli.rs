@@ -367,6 +367,61 @@ fn build_refuses_bad_arguments_before_starting() {
     assert!(!db.root().exists(), "nothing written for bad arguments");
 }
 
+/// A flag that the build over ranks does not do is refused before any work, in one line
+/// that names it, with clap's status for a usage error; the flags it does are taken.
+#[test]
+fn distributed_build_refuses_the_flags_it_does_not_do() {
+    let db = Db::empty();
+    let root = db.root_str();
+    for (extra, flag) in [
+        (&["--pack"][..], "--pack"),
+        (&["--lower", "random"][..], "--lower random"),
+        (&["--spill-from", "0"][..], "--spill-from"),
+        (&["--force", "--pack"][..], "--pack"),
+    ] {
+        let mut args = vec!["build", "--distributed", "--max-seeds", "4", "--dir", &root];
+        args.extend_from_slice(extra);
+        let out = awari(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!("error: {flag} is not supported with --distributed yet\n"),
+            "{args:?}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!db.root().exists(), "nothing written for refused flags");
+    // Without --distributed the same flags build.
+    db.build(&[
+        "--max-seeds",
+        "4",
+        "--pack",
+        "--lower",
+        "random",
+        "--spill-from",
+        "0",
+    ]);
+    assert!(db.root().join("awari-6/level-004.awp").exists());
+    // --force, --state and --lower stream pass the check: a binary without the mpi
+    // feature then says it needs it (with it, MPI would start).
+    if !cfg!(feature = "mpi") {
+        let e = fail(&[
+            "build",
+            "--distributed",
+            "--force",
+            "--state",
+            "compact",
+            "--lower",
+            "stream",
+            "--max-seeds",
+            "4",
+            "--dir",
+            &db.root_str(),
+        ]);
+        assert!(e.contains("needs the mpi feature"), "{e}");
+    }
+}
+
 /// `--threads` above 1,024 (or 0) is refused at once, in one line, by every command that
 /// takes it: a typo must not start 100,000 OS threads.
 #[test]

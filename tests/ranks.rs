@@ -4,9 +4,9 @@
 use std::fs;
 use std::path::Path;
 
-use awari::expert::ranks::{build_slices, list_slices, Comm, DistOptions, LocalComm};
+use awari::expert::ranks::{build_slices, list_slices, Comm, LocalComm};
 use awari::expert::{db_dir, level_path};
-use awari::{Rules, StateKind};
+use awari::{BuildOptions, Rules, StateKind};
 
 use crate::common::{ok, run};
 
@@ -18,17 +18,11 @@ fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize, 
         let handles: Vec<_> = comms
             .iter()
             .map(|comm| {
-                let dir = db_dir(&root.join(format!("rank{}", comm.rank())), rules, pits);
-                let opts = DistOptions {
-                    dir,
-                    rules,
-                    pits,
-                    max_seeds: top,
-                    state: Some(state),
-                    check: true,
-                    ranks_here: ranks,
-                    command: "awari build (test)".into(),
-                };
+                let rank_root = root.join(format!("rank{}", comm.rank()));
+                let opts = BuildOptions::new(&rank_root, rules, pits, top)
+                    .state(state)
+                    .ranks_here(ranks)
+                    .command("awari build (test)");
                 s.spawn(move || {
                     let reports = build_slices(comm, &opts, |_| {}).unwrap();
                     assert!(reports.iter().all(|r| r.state == Some(state)));

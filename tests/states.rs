@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use awari::expert::{db_dir, level_path};
-use awari::{build, BuildOptions, Lower, Rules, StateKind};
+use awari::{build, BuildOptions, Lower, Rules, StateKind, Way};
 
 /// Builds levels `0..=top` under `root` the way asked, and reads every level's file.
 fn build_way(
@@ -16,15 +16,13 @@ fn build_way(
     pits: usize,
     top: usize,
     state: StateKind,
-    reads: Lower,
+    lower: Lower,
 ) -> Vec<Vec<u8>> {
-    let opts = BuildOptions {
-        state: Some(state),
-        reads: Some(reads),
-        ..BuildOptions::new(root, rules, pits, top)
-    };
+    let opts = BuildOptions::new(root, rules, pits, top)
+        .state(state)
+        .lower(lower);
     let reports = build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
-    assert!(reports.iter().all(|r| r.way == Some((state, reads))));
+    assert!(reports.iter().all(|r| r.way == Some(Way { state, lower })));
     let dir = db_dir(root, rules, pits);
     (0..=top)
         .map(|n| fs::read(level_path(&dir, n)).unwrap())
@@ -44,24 +42,24 @@ fn same_files(rules: Rules, pits: usize, top: usize, least: usize) {
     let files: Vec<Vec<Vec<u8>>> = ways
         .iter()
         .enumerate()
-        .map(|(k, &(state, reads))| {
+        .map(|(k, &(state, lower))| {
             build_way(
                 &tmp.path().join(k.to_string()),
                 rules,
                 pits,
                 top,
                 state,
-                reads,
+                lower,
             )
         })
         .collect();
-    for (k, &(state, reads)) in ways.iter().enumerate().skip(1) {
+    for (k, &(state, lower)) in ways.iter().enumerate().skip(1) {
         for (n, (got, want)) in files[k].iter().zip(&files[0]).enumerate() {
             assert!(
                 got == want,
                 "{rules} P={pits} level {n}: {} state reading {} differs from fast/random",
                 state.name(),
-                reads.name()
+                lower.name()
             );
         }
     }
@@ -113,10 +111,7 @@ fn two_pits_to_sixty_one_seeds() {
 #[test]
 fn compact_state_refused_above_sixty_one_seeds() {
     let tmp = tempfile::tempdir().unwrap();
-    let opts = BuildOptions {
-        state: Some(StateKind::Compact),
-        ..BuildOptions::new(tmp.path(), Rules::Awari, 2, 62)
-    };
+    let opts = BuildOptions::new(tmp.path(), Rules::Awari, 2, 62).state(StateKind::Compact);
     let e = build(&opts, |_| {}, |_| {}).unwrap_err().to_string();
     assert!(
         e.contains("the compact state holds levels of at most 61 seeds"),

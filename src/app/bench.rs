@@ -59,10 +59,8 @@ pub fn bench(
             .build()
             .map_err(|e| Error::Input(format!("cannot start {threads} threads: {e}")))?;
         reset_peak_rss();
-        let build_opts = BuildOptions {
-            force: true,
-            ..BuildOptions::new(&root, opts.rules, opts.pits, opts.max_seeds)
-        };
+        let build_opts =
+            BuildOptions::new(&root, opts.rules, opts.pits, opts.max_seeds).force(true);
         let started = std::time::Instant::now();
         let levels = pool.install(|| build(&build_opts, |r| on_level(threads, r), |_| {}))?;
         let seconds = started.elapsed().as_secs_f64();

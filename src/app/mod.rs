@@ -1,9 +1,11 @@
-//! The applications (layer 4): probing a database ([`query`]), a game against it
-//! ([`play`]), value distributions ([`stats`]), the start positions of small variants
-//! ([`variants`]), packing, unpacking and the Romein-Bal files ([`share`]), the build
-//! benchmark ([`mod@bench`]), and the HTTP server and web page (`serve`, feature `serve`).
+//! The applications (layer 4): probing a database ([`database`]; what `awari query` and
+//! the server print of it, [`query`]), a game against it ([`play`]), value distributions
+//! ([`stats`]), the start positions of small variants ([`variants`]), packing, unpacking
+//! and the Romein-Bal files ([`share`]), the build benchmark ([`mod@bench`]), and the HTTP
+//! server and web page (`serve`, feature `serve`).
 
 pub mod bench;
+pub mod database;
 pub mod play;
 pub mod query;
 #[cfg(feature = "serve")]

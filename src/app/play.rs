@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::app::query::{Analysis, Database};
+use crate::app::database::{Analysis, Database};
 use crate::error::{Error, Result};
 use crate::game::rules::{legal_moves, Board, Move};
 

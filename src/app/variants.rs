@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::app::query::Database;
+use crate::app::database::Database;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::{Board, Rules, MAX_SEEDS};
@@ -200,19 +200,8 @@ pub fn solve(
         second: None,
     };
     if within {
-        let b = BuildOptions {
-            root: opts.root.clone(),
-            rules: variant.rules,
-            pits: variant.pits,
-            max_seeds: variant.seeds(),
-            force: false,
-            check: true,
-            progress: opts.progress,
-            spill_from: crate::solve::build::SPILL_FROM,
-            state: None,
-            reads: None,
-            pack: false,
-        };
+        let b = BuildOptions::new(&opts.root, variant.rules, variant.pits, variant.seeds())
+            .progress(opts.progress);
         build(&b, |_| {}, |w| warn(w))?;
     }
     let db = Database::open(&opts.root, variant.rules, variant.pits)?;

@@ -38,29 +38,69 @@ pub struct BuildArgs {
     distributed: bool,
     /// Levels whose solver state, read at random, takes at least this many MiB write it
     /// to a temporary file during the forward pass and read it back once the lower levels
-    /// are let go, so that the two never take memory at once (0: every level). Costs a
-    /// write and a read of the state.
-    #[arg(long, value_name = "MIB", default_value_t = awari::expert::SPILL_FROM >> 20)]
-    spill_from: u64,
-    /// The solver state: `fast` (2.125 bytes a position: a count of each position's moves
-    /// not yet known to lose), `compact` (1.125 bytes: a loss confirmed by generating the
-    /// position's moves again; levels up to 61 seeds), or `auto`: fast where it fits the
-    /// memory available, compact where it does not (over MPI ranks: compact where any
-    /// rank's slice does not fit its share of its node). The files are the same.
-    #[arg(long, value_name = "KIND", default_value = "auto", value_parser = ["fast", "compact", "auto"])]
-    state: String,
-    /// How a level reads the levels below: `random` (the levels a capture reaches held in
-    /// memory, each child read where it lies), `stream` (each lower level read once in
-    /// order, its positions handing their values to their parents: only the level's own
-    /// state in memory), or `auto`: random with the fast state where the two fit the
-    /// memory, a stream otherwise. The files are the same.
-    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = ["random", "stream", "auto"])]
-    lower: String,
+    /// are let go, so that the two never take memory at once (0: every level; default:
+    /// 256). Costs a write and a read of the state.
+    #[arg(long, value_name = "MIB")]
+    spill_from: Option<u64>,
+    /// The solver state. The files are the same.
+    #[arg(long, value_name = "KIND", value_enum, default_value_t = StateArg::Auto)]
+    state: StateArg,
+    /// How a level reads the levels below. The files are the same.
+    #[arg(long, value_name = "HOW", value_enum, default_value_t = LowerArg::Auto)]
+    lower: LowerArg,
     /// Write each level packed (`level-NNN.awp`, zstd blocks of the values, about half the
     /// raw size; checked block by block once written) instead of raw: a build of many
     /// levels then needs about half the disk. Lower levels are read from their packs.
     #[arg(long)]
     pack: bool,
+}
+
+/// `--state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum StateArg {
+    /// 2.125 bytes a position: a count of each position's moves not yet known to lose.
+    Fast,
+    /// 1.125 bytes a position: a loss confirmed by generating the position's moves again;
+    /// levels up to 61 seeds.
+    Compact,
+    /// Fast where it fits the memory available, compact where it does not (over MPI
+    /// ranks: compact where any rank's slice does not fit its share of its node).
+    Auto,
+}
+
+impl StateArg {
+    /// The state asked for; `None` chooses per level.
+    fn kind(self) -> Option<StateKind> {
+        match self {
+            StateArg::Fast => Some(StateKind::Fast),
+            StateArg::Compact => Some(StateKind::Compact),
+            StateArg::Auto => None,
+        }
+    }
+}
+
+/// `--lower`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LowerArg {
+    /// The levels a capture reaches held in memory, each child read where it lies.
+    Random,
+    /// Each lower level read once in order, its positions handing their values to their
+    /// parents: only the level's own state in memory.
+    Stream,
+    /// Random with the fast state where the two fit the memory, a stream otherwise (over
+    /// MPI ranks: always a stream).
+    Auto,
+}
+
+impl LowerArg {
+    /// The way asked for; `None` chooses per level.
+    fn lower(self) -> Option<Lower> {
+        match self {
+            LowerArg::Random => Some(Lower::Random),
+            LowerArg::Stream => Some(Lower::Stream),
+            LowerArg::Auto => None,
+        }
+    }
 }
 
 /// The ranks of the MPI job this process was started in by `mpirun`, if it says (Open
@@ -71,17 +111,37 @@ fn mpi_ranks() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
-/// The state `--state` names (`None`: auto).
-fn state_kind(name: &str) -> Option<StateKind> {
-    match name {
-        "fast" => Some(StateKind::Fast),
-        "compact" => Some(StateKind::Compact),
-        _ => None,
+/// The library's options for what `args` asks.
+fn options(args: &BuildArgs) -> BuildOptions {
+    let spill_from = args
+        .spill_from
+        .map_or(awari::expert::SPILL_FROM, |mib| mib.saturating_mul(1 << 20));
+    BuildOptions::new(args.db.dir(), args.db.rules, args.db.pits, args.max_seeds)
+        .force(args.force)
+        .check(!args.no_check)
+        .progress(std::io::stderr().is_terminal())
+        .spill_from(spill_from)
+        .state(args.state.kind())
+        .lower(args.lower.lower())
+        .pack(args.pack)
+}
+
+/// The flag of `args` that a build over ranks does not do yet, as the user wrote it:
+/// refused before any work rather than dropped. (`--spill-from` says when a level that
+/// reads its lower levels at random spills; the ranks read streams.)
+fn refused_over_ranks(args: &BuildArgs) -> Option<&'static str> {
+    if args.spill_from.is_some() {
+        return Some("--spill-from");
     }
+    options(args).unsupported_over_ranks()
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {
+        if let Some(flag) = refused_over_ranks(&args) {
+            let refused = format!("{flag} is not supported with --distributed yet");
+            return Err(super::Usage(refused).into());
+        }
         #[cfg(feature = "mpi")]
         return distributed(args);
         #[cfg(not(feature = "mpi"))]
@@ -89,40 +149,17 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             "a build over MPI ranks needs the mpi feature: cargo build --release --features mpi"
         );
     }
+    let opts = options(&args);
     let BuildArgs {
         max_seeds,
         db,
         threads,
-        force,
         no_check,
-        distributed: _,
-        spill_from,
-        state,
-        lower,
-        pack,
+        ..
     } = args;
-    let state = state_kind(&state);
-    let reads = match lower.as_str() {
-        "random" => Some(Lower::Random),
-        "stream" => Some(Lower::Stream),
-        _ => None,
-    };
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits, max_seeds)?;
     let (pool, threads) = threads.pool()?;
-    let opts = BuildOptions {
-        root: db.dir().to_path_buf(),
-        rules: db.rules,
-        pits: db.pits,
-        max_seeds,
-        force,
-        check: !no_check,
-        progress: std::io::stderr().is_terminal(),
-        spill_from: spill_from.saturating_mul(1 << 20),
-        state,
-        reads,
-        pack,
-    };
     let dir = db.db_dir();
     // A build that cannot finish is not started (build checks again, level by level).
     if !no_check {
@@ -130,8 +167,8 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             &dir,
             &Index::new(db.pits, max_seeds)?,
             max_seeds,
-            state,
-            pack,
+            opts.state,
+            opts.pack,
         )?;
     }
     eprintln!(
@@ -183,8 +220,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             pct(s.won),
             pct(s.drawn),
             pct(s.lost),
-            r.way
-                .map_or("-".into(), |(s, l)| format!("{}/{}", s.name(), l.name()))
+            r.way.map_or("-".into(), |w| w.to_string())
         );
     };
     let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));
@@ -225,7 +261,7 @@ fn ranks_here() -> Option<usize> {
 /// that no rank waits forever for it.
 #[cfg(feature = "mpi")]
 fn distributed(args: BuildArgs) -> anyhow::Result<()> {
-    use awari::expert::ranks::{build_slices, Comm, DistOptions, MpiComm, SliceReport};
+    use awari::expert::ranks::{build_slices, Comm, MpiComm, SliceReport};
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
         anyhow::bail!("MPI could not be started");
     };
@@ -239,11 +275,15 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         .dir()
         .to_string_lossy()
         .replace("{rank}", &rank.to_string());
-    let dir = awari::expert::db_dir(std::path::Path::new(&root), args.db.rules, args.db.pits);
+    let mut opts = options(&args)
+        .ranks_here(ranks_here().unwrap_or(1).max(1))
+        .command(std::env::args().collect::<Vec<_>>().join(" "));
+    opts.root = root.into();
+    let dir = awari::expert::db_dir(&opts.root, args.db.rules, args.db.pits);
     // The threads of a rank: by default the node's cores shared by its ranks. They form
     // the global pool, so that this thread, the only one that calls MPI (funneled),
     // stays outside it.
-    let here = ranks_here().unwrap_or(1).max(1);
+    let here = opts.ranks_here;
     let threads = match args.threads.threads {
         Some(t) => awari::expert::check_threads(t)?,
         None => (super::default_threads() / here).max(1),
@@ -285,16 +325,6 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         }
     };
     let started = std::time::Instant::now();
-    let opts = DistOptions {
-        dir,
-        rules: args.db.rules,
-        pits: args.db.pits,
-        max_seeds: args.max_seeds,
-        state: state_kind(&args.state),
-        check: !args.no_check,
-        ranks_here: here,
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-    };
     let result = build_slices(&comm, &opts, print);
     match result {
         Ok(reports) => {
@@ -339,5 +369,66 @@ fn on_termination(message: String) {
     // SAFETY: installs a handler that only calls async-signal-safe functions.
     unsafe {
         libc::signal(libc::SIGTERM, said as *const () as libc::sighandler_t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        build: BuildArgs,
+    }
+
+    fn args(flags: &[&str]) -> BuildArgs {
+        let argv = ["awari", "--max-seeds", "20"].iter().chain(flags);
+        Cli::try_parse_from(argv).unwrap().build
+    }
+
+    #[test]
+    fn flags_the_ranks_do_not_do_are_named() {
+        for (flags, refused) in [
+            (&[][..], None),
+            (&["--force", "--no-check", "--threads", "2"][..], None),
+            (&["--state", "compact", "--lower", "stream"][..], None),
+            (&["--lower", "auto", "--state", "fast"][..], None),
+            (&["--pack"][..], Some("--pack")),
+            (&["--lower", "random"][..], Some("--lower random")),
+            (&["--spill-from", "256"][..], Some("--spill-from")),
+            (&["--spill-from", "0"][..], Some("--spill-from")),
+        ] {
+            assert_eq!(refused_over_ranks(&args(flags)), refused, "{flags:?}");
+        }
+    }
+
+    #[test]
+    fn flags_become_the_library_options() {
+        let o = options(&args(&[]));
+        assert_eq!((o.max_seeds, o.pits, o.rules), (20, 6, awari::Rules::Awari));
+        assert!(!o.force && o.check && !o.pack);
+        assert_eq!((o.state, o.lower), (None, None));
+        assert_eq!(o.spill_from, 256 << 20);
+        let o = options(&args(&[
+            "--force",
+            "--no-check",
+            "--state",
+            "compact",
+            "--lower",
+            "random",
+            "--spill-from",
+            "3",
+            "--pack",
+        ]));
+        assert!(o.force && !o.check && o.pack);
+        assert_eq!(
+            (o.state, o.lower),
+            (Some(StateKind::Compact), Some(Lower::Random))
+        );
+        assert_eq!(o.spill_from, 3 << 20);
+        assert!(Cli::try_parse_from(["awari", "--max-seeds", "2", "--state", "small"]).is_err());
     }
 }

@@ -128,3 +128,17 @@ pub enum ShareFormat {
     /// Romein and Bal's scores.N files (awari, 6 pits per side).
     RomeinBal,
 }
+
+/// A usage error found once clap has parsed the arguments (flags that cannot go
+/// together): `main` prints it as one `error:` line and exits with status 2, as clap does
+/// for its own.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}

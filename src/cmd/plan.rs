@@ -119,9 +119,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         "time"
     );
     for l in &levels {
-        let way = l.way.map_or("-".to_string(), |(s, r)| {
-            format!("{}/{}", s.name(), r.name())
-        });
+        let way = l.way.map_or("-".to_string(), |w| w.to_string());
         println!(
             "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  {}{}",
             l.seeds,
@@ -282,19 +280,7 @@ fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
         .last()
         .unwrap_or(1);
     let scratch = tempdir()?;
-    let opts = BuildOptions {
-        root: scratch.clone(),
-        rules,
-        pits,
-        max_seeds,
-        force: true,
-        check: true,
-        progress: false,
-        spill_from: awari::expert::SPILL_FROM,
-        state: None,
-        reads: None,
-        pack: false,
-    };
+    let opts = BuildOptions::new(&scratch, rules, pits, max_seeds).force(true);
     eprintln!("calibrating: {rules} levels 0..={max_seeds}, {pits} pits per side");
     let reports = build(&opts, |_| {}, |_| {});
     let _ = std::fs::remove_dir_all(&scratch);

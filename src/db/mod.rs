@@ -1,7 +1,7 @@
 //! The files (layer 2): where a database's levels live ([`layout`]), one writer per
-//! folder ([`lock`]), raw level files
-//! ([`raw`]), packed levels ([`pack`]) with their value model ([`model`]), and one level
-//! read either way ([`store`]). DESIGN.md sections 4 and 6 to 9.
+//! folder ([`lock`]), raw level files ([`raw`]), packed levels ([`pack`]) with their value
+//! model ([`model`]), one level read either way ([`store`]), and finished levels read as
+//! streams from their files ([`source`]). DESIGN.md sections 4 and 6 to 9.
 
 pub mod layout;
 pub mod lock;
@@ -9,6 +9,7 @@ pub mod model;
 pub mod pack;
 pub mod raw;
 pub mod slice;
+pub mod source;
 pub mod store;
 
 /// The decoders of file headers fed random bytes, and valid headers with bytes changed:

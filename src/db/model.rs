@@ -20,7 +20,7 @@
 //! against 2.15 at zstd level 9). The fill restarts at
 //! each block, so blocks stay independent. The price: a level cannot be read alone. A
 //! probe computes `b` from the lower levels (one probe per capture, recursively; see
-//! [`crate::app::query::Database::probe`]), and a whole-level reader resolves every position
+//! [`crate::app::database::Database::probe`]), and a whole-level reader resolves every position
 //! against the lower levels' true values ([`resolve_level`]).
 
 use rayon::prelude::*;

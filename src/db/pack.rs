@@ -225,7 +225,7 @@ pub struct BlockProblem {
 /// An open packed level: the file memory-mapped, blocks decompressed when a probe needs
 /// them and kept in a small cache. What it stores is a value only with [`Model::Plain`]:
 /// with [`Model::Exits`], [`PackedLevel::stored`] bytes become values through
-/// [`crate::app::query::Database::probe`], and whole levels through [`PackedLevel::decode_all`]
+/// [`crate::app::database::Database::probe`], and whole levels through [`PackedLevel::decode_all`]
 /// given the lower levels' values.
 pub struct PackedLevel {
     path: PathBuf,

@@ -4,10 +4,10 @@
 //! Each level is solved with one of two states (fast or compact, [`StateKind`]) and
 //! reads its lower levels at random or as a stream ([`Lower`]); all four ways write the
 //! same file. By default the build picks, per level, the fastest way that fits the
-//! memory available (see [`choose`]).
+//! memory available (see [`crate::solve::plan::way`]).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
@@ -15,73 +15,22 @@ use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
 use crate::db::raw::{Check, LevelWriter};
-use crate::db::store::{has_exit_model, LevelFile, LevelSource, LevelStack, Values};
+use crate::db::source::{LevelSource, LowerSources};
+use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::game::scan::{lowest_captured_level, Stream};
+use crate::game::scan::lowest_captured_level;
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
     backward_pass, forward_pass, forward_stream, Compact, Encoding, Fast, Forwarded, Outcomes,
-    PhaseTimes, State, COMPACT_MAX_SEEDS,
+    PhaseTimes, State,
 };
 pub use crate::solve::level::{Lower, StateKind};
-use crate::solve::plan::{check_build_fits, check_level_fits, way, Room};
+pub use crate::solve::options::BuildOptions;
+use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
 use crate::util::{memory_available, peak_rss, HugeBuf, LevelBar};
-
-/// What to build.
-#[derive(Clone, Debug)]
-pub struct BuildOptions {
-    /// The root folder; levels go to `<root>/<rules>-<pits>/`.
-    pub root: PathBuf,
-    /// The rule set.
-    pub rules: Rules,
-    /// Pits per side.
-    pub pits: usize,
-    /// The highest level to build: levels `0..=max_seeds`.
-    pub max_seeds: usize,
-    /// Rebuild levels that are already complete.
-    pub force: bool,
-    /// Refuse a build that cannot finish (memory, disk) at its start, and each level
-    /// before it starts when what it needs is not available (see [`check_level_fits`]).
-    pub check: bool,
-    /// Draw progress bars on stderr (when it is a terminal).
-    pub progress: bool,
-    /// Levels whose fast solver state, read at random, takes at least this many bytes
-    /// spill it to a temporary file in the forward pass so that it never shares memory
-    /// with the lower levels (DESIGN.md section 5.2, "Spilling"); [`SPILL_FROM`] by
-    /// default, 0 for every level, `u64::MAX` for none.
-    pub spill_from: u64,
-    /// The solver state; `None` chooses per level ([`choose`]).
-    pub state: Option<StateKind>,
-    /// How the lower levels are read; `None` chooses per level ([`choose`]).
-    pub reads: Option<Lower>,
-    /// Write each level packed (`level-NNN.awp`, the plain model, which a streamed build
-    /// reads back) instead of raw, once checked.
-    pub pack: bool,
-}
-
-impl BuildOptions {
-    /// Levels `0..=max_seeds` of `rules` with `pits` pits per side under `root`, with the
-    /// defaults: keep complete levels, check memory and disk, no progress bars, the state
-    /// and the reads chosen per level, raw files.
-    pub fn new(root: &Path, rules: Rules, pits: usize, max_seeds: usize) -> BuildOptions {
-        BuildOptions {
-            root: root.to_path_buf(),
-            rules,
-            pits,
-            max_seeds,
-            force: false,
-            check: true,
-            progress: false,
-            spill_from: SPILL_FROM,
-            state: None,
-            reads: None,
-            pack: false,
-        }
-    }
-}
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -104,29 +53,9 @@ pub struct LevelReport {
     pub stats: Outcomes,
     /// Peak resident memory of the process so far, as the OS counts it (Linux only).
     pub peak_rss: Option<u64>,
-    /// The state and the reads the level was built with (`None` when kept).
-    pub way: Option<(StateKind, Lower)>,
-}
-
-/// How level `n` of `positions` positions is built: what `opts` asks for, and else the
-/// fastest way that fits `free` bytes of memory ([`crate::solve::plan::way`]), given
-/// `lower` bytes of the levels a random forward pass holds.
-pub fn choose(
-    opts: &BuildOptions,
-    n: usize,
-    positions: u64,
-    lower: u64,
-    free: Option<u64>,
-) -> (StateKind, Lower) {
-    way(
-        opts.state,
-        opts.reads,
-        opts.spill_from,
-        n,
-        positions,
-        lower,
-        free,
-    )
+    /// The state and the reading of the lower levels the level was built with (`None`
+    /// when kept).
+    pub way: Option<Way>,
 }
 
 /// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are
@@ -139,18 +68,14 @@ pub fn build(
     mut report: impl FnMut(&LevelReport),
     mut warn: impl FnMut(&str),
 ) -> Result<Vec<LevelReport>> {
-    let index = Index::new(opts.pits, opts.max_seeds)?;
-    if opts.state == Some(StateKind::Compact) && opts.max_seeds > COMPACT_MAX_SEEDS {
-        return Err(Error::Input(format!(
-            "the compact state holds levels of at most {COMPACT_MAX_SEEDS} seeds, and this build \
-             goes to {}: use --state fast or auto",
-            opts.max_seeds
-        )));
-    }
+    let index = opts.checked_index()?;
     let dir = db_dir(&opts.root, opts.rules, opts.pits);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     // One build per folder: a second one would write the same levels at once.
-    let command = build_command(&opts.root, opts.rules, opts.pits, opts.max_seeds);
+    let command = opts
+        .command
+        .clone()
+        .unwrap_or_else(|| build_command(&opts.root, opts.rules, opts.pits, opts.max_seeds));
     let _lock = DirLock::acquire(&dir, &command)?;
     if opts.check {
         check_build_fits(&dir, &index, opts.max_seeds, opts.state, opts.pack)?;
@@ -235,33 +160,52 @@ fn build_level(
     hot: &mut Hot,
     done: &mut LevelStack,
     warn: &mut impl FnMut(&str),
-) -> Result<(PhaseTimes, Outcomes, (StateKind, Lower))> {
+) -> Result<(PhaseTimes, Outcomes, Way)> {
     let size = index.level_size(n);
     let p = index.pits_per_side();
     let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
-    let lower: u64 = reach.clone().map(|m| index.level_size(m)).sum();
+    let lower_bytes: u64 = reach.clone().map(|m| index.level_size(m)).sum();
     let held = hot.held(&reach);
     let free = memory_available().map(|f| f + held);
-    let way @ (state, reads) = choose(opts, n, size, lower, free);
-    let spill = reads == Lower::Random && state.bytes(size) >= opts.spill_from;
+    let fit = Fit {
+        seeds: n,
+        positions: size,
+        lower_bytes,
+        free,
+    };
+    let way = way(&opts.ask(), &fit);
+    let Way { state, lower } = way;
+    let spill = lower == Lower::Random && state.bytes(size) >= opts.spill_from;
+    match lower {
+        // A stream holds no lower level.
+        Lower::Stream => {
+            hot.release();
+            done.release();
+        }
+        // The forward pass reads levels up to n - 2 and the backward pass none, so a
+        // spilled state lets level n - 1 go now rather than after the forward pass
+        // (DESIGN.md section 5.2): its memory is not held beside the lower levels.
+        Lower::Random if spill => hot.let_go(n.saturating_sub(1)),
+        Lower::Random => {}
+    }
     if opts.check {
         let room = Room {
-            lower: if reads == Lower::Random { lower } else { 0 },
-            held: if reads == Lower::Random { held } else { 0 },
+            lower: if lower == Lower::Random {
+                lower_bytes
+            } else {
+                0
+            },
+            held: if lower == Lower::Random { held } else { 0 },
         };
         check_level_fits(dir, n, size, state, spill, opts.pack, room)?;
     }
-    if reads == Lower::Stream {
-        // A stream holds no lower level.
-        hot.release();
-        done.release();
-    } else {
+    if lower == Lower::Random {
         hot.fill(n, index, dir, opts.rules, done)?;
     }
     let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
     let (values, stats, phases) = match state {
-        StateKind::Fast => solve::<Fast>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
-        StateKind::Compact => solve::<Compact>(opts, index, n, hot, done, dir, &raw, reads, spill)?,
+        StateKind::Fast => solve::<Fast>(opts, index, n, hot, done, dir, &raw, lower, spill)?,
+        StateKind::Compact => solve::<Compact>(opts, index, n, hot, done, dir, &raw, lower, spill)?,
     };
     let want = Expect::level(opts.rules, index, n);
     let (written, stale) = if opts.pack {
@@ -289,14 +233,14 @@ fn build_level(
         };
         done.offer(n, values);
     }
-    if reads == Lower::Random {
+    if lower == Lower::Random {
         hot.keep(n, values);
     }
     Ok((phases, stats, way))
 }
 
-/// Solves level `n` with the state's encoding `E` and the reads `reads`: its
-/// values (in the state's memory), what they hold, and the solve times.
+/// Solves level `n` with the state's encoding `E`, reading the lower levels as `lower`
+/// says: its values (in the state's memory), what they hold, and the solve times.
 #[allow(clippy::too_many_arguments)]
 fn solve<E: Encoding>(
     opts: &BuildOptions,
@@ -306,7 +250,7 @@ fn solve<E: Encoding>(
     done: &LevelStack,
     dir: &Path,
     path: &Path,
-    reads: Lower,
+    lower: Lower,
     spill: bool,
 ) -> Result<(HugeBuf, Outcomes, PhaseTimes)> {
     let size = index.level_size(n);
@@ -328,7 +272,7 @@ fn solve<E: Encoding>(
         None
     };
     let io = |e| Error::io(&spill_path, e);
-    let forwarded: Forwarded<E> = match reads {
+    let forwarded: Forwarded<E> = match lower {
         Lower::Random => {
             let below = hot.below(n);
             let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
@@ -342,7 +286,15 @@ fn solve<E: Encoding>(
             f
         }
         Lower::Stream => {
-            let sources = Sources::open(dir, opts.rules, index, n, done)?;
+            // A level that `done` holds (packed with the exit model, resolved) is read
+            // from memory.
+            let first = lowest_captured_level(index.pits_per_side(), n);
+            let held = |m| match done.get(m) {
+                Some(Values::Owned(v)) => Some(&v[..]),
+                _ => None,
+            };
+            let levels = first..n.saturating_sub(1);
+            let sources = LowerSources::open(dir, opts.rules, index, levels, opts.max_seeds, held)?;
             forward_stream(opts.rules, index, n, &sources, &bar)?
         }
     };
@@ -355,57 +307,13 @@ fn solve<E: Encoding>(
     Ok((values, stats, phases))
 }
 
-/// The levels a streamed forward pass of level `n` reads: each from its file, or from
-/// memory where `done` holds it (a level packed with the exit model, resolved).
-struct Sources<'a> {
-    /// Level `m` at `m - first`.
-    levels: Vec<Source<'a>>,
-    first: usize,
-}
-
-enum Source<'a> {
-    File(LevelSource),
-    Memory(&'a [u8]),
-}
-
-impl<'a> Sources<'a> {
-    fn open(
-        dir: &Path,
-        rules: Rules,
-        index: &Index,
-        n: usize,
-        done: &'a LevelStack,
-    ) -> Result<Sources<'a>> {
-        let first = lowest_captured_level(index.pits_per_side(), n);
-        let levels = (first..n.saturating_sub(1))
-            .map(|m| match done.get(m) {
-                Some(Values::Owned(v)) => Ok(Source::Memory(v)),
-                _ => lower_source(dir, rules, index, m, n).map(Source::File),
-            })
-            .collect::<Result<_>>()?;
-        Ok(Sources { levels, first })
-    }
-}
-
-impl Stream for Sources<'_> {
-    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> Result<()> {
-        match &self.levels[seeds - self.first] {
-            Source::File(f) => f.read(start, out),
-            Source::Memory(v) => {
-                let start = start as usize;
-                out.copy_from_slice(&v[start..start + out.len()]);
-                Ok(())
-            }
-        }
-    }
-}
-
 /// The finished levels a random forward pass reads, in anonymous memory in huge pages: a
 /// level just built keeps the memory its solver state had ([`State::into_values`]); one
 /// found on disk is read into such memory from its file (raw, or packed and decompressed)
 /// the first time a level needs it. Through the files' maps (4 KiB pages) nearly every
-/// random read of a lower level also missed the TLB. A level whose state spills lets them
-/// all go after its forward pass, and the next level reads them again.
+/// random read of a lower level also missed the TLB. A level whose state spills lets the
+/// level below it go before its forward pass (which reads levels up to two below) and all
+/// the others after it; the next level reads them again.
 #[derive(Default)]
 struct Hot {
     /// Level `m`, or `None` when not held.
@@ -439,7 +347,11 @@ impl Hot {
             })?;
             match done.get(m) {
                 Some(Values::Owned(v)) => buf.copy_from_slice(v),
-                _ => lower_source(dir, rules, index, m, n)?.read_parallel(&mut buf)?,
+                _ => {
+                    let want = Expect::level(rules, index, m);
+                    LevelSource::open_required(dir, &want, index.max_seeds())?
+                        .read_parallel(&mut buf)?
+                }
             }
             self.levels[m] = Some(buf);
         }
@@ -473,6 +385,13 @@ impl Hot {
             .sum()
     }
 
+    /// Lets level `m` go, if held.
+    fn let_go(&mut self, m: usize) {
+        if let Some(level) = self.levels.get_mut(m) {
+            *level = None;
+        }
+    }
+
     /// Lets every level go.
     fn release(&mut self) {
         self.levels.iter_mut().for_each(|l| *l = None);
@@ -498,32 +417,13 @@ fn write_packed(opts: &BuildOptions, dir: &Path, want: &Expect, values: &[u8]) -
     LevelSource::open_packed(dir, want)?.check_checksum_with(|_| {})
 }
 
-/// Level `m` of the database in `dir` as a stream, which level `n` reads.
-fn lower_source(
-    dir: &Path,
-    rules: Rules,
-    index: &Index,
-    m: usize,
-    n: usize,
-) -> Result<LevelSource> {
-    LevelSource::open(dir, &Expect::level(rules, index, m))?.ok_or_else(|| {
-        Error::Input(format!(
-            "level {m} is missing from {} (level {n} reads it)",
-            dir.display()
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::db::pack::{pack_payload, PackOptions};
 
     fn opts(root: &Path, max_seeds: usize, force: bool) -> BuildOptions {
-        BuildOptions {
-            force,
-            ..BuildOptions::new(root, Rules::Awari, 3, max_seeds)
-        }
+        BuildOptions::new(root, Rules::Awari, 3, max_seeds).force(force)
     }
 
     /// Builds, collecting the warnings.
@@ -542,14 +442,10 @@ mod tests {
             let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
             let c = tempfile::tempdir().unwrap();
             let run = |root: &Path, spill_from: u64, state: StateKind| {
-                let o = BuildOptions {
-                    rules,
-                    pits: 4,
-                    spill_from,
-                    state: Some(state),
-                    reads: Some(Lower::Random),
-                    ..opts(root, 16, false)
-                };
+                let o = BuildOptions::new(root, rules, 4, 16)
+                    .spill_from(spill_from)
+                    .state(state)
+                    .lower(Lower::Random);
                 build_warned(&o)
             };
             run(a.path(), u64::MAX, StateKind::Fast);

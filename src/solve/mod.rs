@@ -1,9 +1,11 @@
 //! Solving (layer 3): one level by retrograde analysis ([`level`]), every level of a
-//! database with resume ([`build`]), checking a built database ([`verify`]), and the
-//! independent solver that the checks compare with ([`mod@reference`]). DESIGN.md section 5.
+//! database with resume ([`build`]; over ranks, [`ranks`]) from one set of options
+//! ([`options`]), checking a built database ([`verify`]), and the independent solver that
+//! the checks compare with ([`mod@reference`]). DESIGN.md section 5.
 
 pub mod build;
 pub mod level;
+pub mod options;
 pub mod plan;
 pub mod ranks;
 pub mod reference;

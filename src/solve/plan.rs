@@ -16,10 +16,6 @@ use crate::game::scan::lowest_captured_level;
 use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
 use crate::util::{bytes, disk_available, group, memory_available, memory_total};
 
-/// Solver memory per position of the level being built with the fast state: a count byte
-/// and a value byte (section 5.2), besides the threshold map's bit.
-pub const STATE_BYTES: u64 = 2;
-
 /// Packed size against raw, when no pack of the database has been measured: levels
 /// 16..=24 of Awari with the exit model (GUIDE.md, "Packing and sharing").
 pub const DEFAULT_PACK_RATIO: f64 = 2.68;
@@ -61,7 +57,7 @@ pub struct LevelPlan {
     pub positions: u64,
     /// How a node would build its slice of the level ([`way`] with the node's memory):
     /// `None` when no way fits.
-    pub way: Option<(StateKind, Lower)>,
+    pub way: Option<Way>,
     /// Solver state of one rank while the level is built (of the way chosen, or of the
     /// smallest way when none fits).
     pub state: u64,
@@ -130,8 +126,8 @@ fn need(state: u64, lower: u64, spill: bool) -> u64 {
 /// 24 to 26 of Awari, 2 threads (GUIDE.md, "Performance", and data/bench/: fast and
 /// streamed 1.01 to 1.14, compact and streamed 1.37 to 1.61, compact reading at random
 /// 1.38 on level 24).
-pub fn way_cost(way: (StateKind, Lower)) -> f64 {
-    match way {
+pub fn way_cost(way: Way) -> f64 {
+    match (way.state, way.lower) {
         (StateKind::Fast, Lower::Random) => 1.0,
         (StateKind::Fast, Lower::Stream) => 1.1,
         (StateKind::Compact, Lower::Random) => 1.4,
@@ -139,41 +135,86 @@ pub fn way_cost(way: (StateKind, Lower)) -> f64 {
     }
 }
 
-/// How level `n` of `positions` positions is built: `state` and `reads` where given, and
-/// else the fastest way that fits `free` bytes of memory (`None`: unknown, assume it
-/// fits), given `lower` bytes of the levels a random forward pass holds: the fast state
-/// reading at random (spilling its state from `spill_from` bytes), else the fast state
-/// with a stream, else the compact state with a stream. A compact state holds levels up
-/// to 61 seeds; `state` compact without `reads` reads as a stream.
-pub fn way(
-    state: Option<StateKind>,
-    reads: Option<Lower>,
-    spill_from: u64,
-    n: usize,
-    positions: u64,
-    lower: u64,
-    free: Option<u64>,
-) -> (StateKind, Lower) {
-    let fits = |need: u64| free.is_none_or(|f| need <= f);
+/// How a level is built: its solver state and how its forward pass reads the lower
+/// levels (DESIGN.md section 5.2). All four ways write the same file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Way {
+    /// The solver state.
+    pub state: StateKind,
+    /// How the lower levels are read.
+    pub lower: Lower,
+}
+
+impl std::fmt::Display for Way {
+    /// `state/lower` as the build and plan tables print it: `fast/random`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.state.name(), self.lower.name())
+    }
+}
+
+/// What a build asks of the way its levels are built; [`way`] chooses the rest per level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ask {
+    /// The solver state; `None` chooses per level.
+    pub state: Option<StateKind>,
+    /// How the lower levels are read; `None` chooses per level.
+    pub lower: Option<Lower>,
+    /// A random forward pass whose state takes at least this many bytes spills it
+    /// ([`crate::expert::SPILL_FROM`] by default).
+    pub spill_from: u64,
+}
+
+impl Default for Ask {
+    /// Everything chosen per level, spilling from [`crate::expert::SPILL_FROM`].
+    fn default() -> Ask {
+        Ask {
+            state: None,
+            lower: None,
+            spill_from: SPILL_FROM,
+        }
+    }
+}
+
+/// One level (or one rank's slice of it) as [`way`] fits it into memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit {
+    /// The level: seeds on the board (above 61 only the fast state holds it).
+    pub seeds: usize,
+    /// Positions whose state is held: the level's, or a rank's slice's.
+    pub positions: u64,
+    /// Bytes of the lower levels a random forward pass holds (one per position).
+    pub lower_bytes: u64,
+    /// Memory free for the level; `None`: unknown, assume it fits.
+    pub free: Option<u64>,
+}
+
+/// How a level is built: what `ask` fixes, and else the fastest way that fits `fit.free`:
+/// the fast state reading at random (its state spilled from `ask.spill_from` bytes, so
+/// that it needs the larger of the state and the lower levels, not their sum), else the
+/// fast state with a stream, else the compact state with a stream. The compact state
+/// holds levels up to 61 seeds; the compact state asked for without a way of reading
+/// reads as a stream. Each state costs what [`StateKind::bytes`] says.
+pub fn way(ask: &Ask, fit: &Fit) -> Way {
+    let fits = |need: u64| fit.free.is_none_or(|f| need <= f);
     let random_need = |state: StateKind| {
-        let bytes = state.bytes(positions);
-        need(bytes, lower, bytes >= spill_from)
+        let bytes = state.bytes(fit.positions);
+        need(bytes, fit.lower_bytes, bytes >= ask.spill_from)
     };
-    let state = state.unwrap_or_else(|| {
-        if n > COMPACT_MAX_SEEDS || fits(StateKind::Fast.bytes(positions)) {
+    let state = ask.state.unwrap_or_else(|| {
+        if fit.seeds > COMPACT_MAX_SEEDS || fits(StateKind::Fast.bytes(fit.positions)) {
             StateKind::Fast
         } else {
             StateKind::Compact
         }
     });
-    let reads = reads.unwrap_or_else(|| {
+    let lower = ask.lower.unwrap_or_else(|| {
         if state == StateKind::Fast && fits(random_need(state)) {
             Lower::Random
         } else {
             Lower::Stream
         }
     });
-    (state, reads)
+    Way { state, lower }
 }
 
 /// A build rate measured on one level.
@@ -217,30 +258,29 @@ pub fn plan(
             // with the fast state where a node holds it and the buffers, else the compact
             // one (DESIGN.md section 5.4).
             let chosen = if ranks > 1 {
-                let room = machine.memory.saturating_sub(buffers);
-                way(
-                    None,
-                    Some(Lower::Stream),
-                    SPILL_FROM,
-                    n,
-                    slice,
-                    0,
-                    Some(room),
-                )
+                let ask = Ask {
+                    lower: Some(Lower::Stream),
+                    ..Ask::default()
+                };
+                let fit = Fit {
+                    seeds: n,
+                    positions: slice,
+                    lower_bytes: 0,
+                    free: Some(machine.memory.saturating_sub(buffers)),
+                };
+                way(&ask, &fit)
             } else {
-                way(
-                    None,
-                    None,
-                    SPILL_FROM,
-                    n,
-                    slice,
-                    reach,
-                    Some(machine.memory),
-                )
+                let fit = Fit {
+                    seeds: n,
+                    positions: slice,
+                    lower_bytes: reach,
+                    free: Some(machine.memory),
+                };
+                way(&Ask::default(), &fit)
             };
-            let (state, reads) = chosen;
-            let lower = if reads == Lower::Random { reach } else { 0 };
-            let buffers = if reads == Lower::Stream { buffers } else { 0 };
+            let Way { state, lower } = chosen;
+            let buffers = if lower == Lower::Stream { buffers } else { 0 };
+            let lower = if lower == Lower::Random { reach } else { 0 };
             let mut level = LevelPlan {
                 seeds: n,
                 positions,
@@ -490,7 +530,13 @@ mod tests {
         // Level 48: 203,648,015,935 positions; on 1 TiB the fast state (2 bytes and a bit
         // each) spilled while the levels a capture reaches (33..=46, 667 GB) are read.
         assert_eq!(p[48].positions, 203_648_015_935);
-        assert_eq!(p[48].way, Some((StateKind::Fast, Lower::Random)));
+        assert_eq!(
+            p[48].way,
+            Some(Way {
+                state: StateKind::Fast,
+                lower: Lower::Random
+            })
+        );
         assert_eq!(p[48].state, 432_752_033_862);
         assert_eq!(p[48].lower, 667_032_175_005);
         assert_eq!(p[48].memory(), 667_032_175_005);
@@ -504,7 +550,13 @@ mod tests {
         };
         let p = plan(&index, 48, &node, 2.0, None);
         assert!(p.iter().all(|l| l.fits_memory(&node)));
-        assert_eq!(p[48].way, Some((StateKind::Compact, Lower::Stream)));
+        assert_eq!(
+            p[48].way,
+            Some(Way {
+                state: StateKind::Compact,
+                lower: Lower::Stream
+            })
+        );
         assert_eq!(p[48].state, 229_104_017_927);
         assert_eq!(p[48].lower, 0);
         assert_eq!(p[48].memory(), 229_104_017_927 + 64 * STREAM_BUFFER);
@@ -516,9 +568,21 @@ mod tests {
             ..one
         };
         let p = plan(&index, 36, &here, 2.0, None);
-        assert_eq!(p[36].way, Some((StateKind::Compact, Lower::Stream)));
+        assert_eq!(
+            p[36].way,
+            Some(Way {
+                state: StateKind::Compact,
+                lower: Lower::Stream
+            })
+        );
         assert_eq!(p[36].state, 16_039_880_609);
-        assert_eq!(p[35].way, Some((StateKind::Fast, Lower::Random)));
+        assert_eq!(
+            p[35].way,
+            Some(Way {
+                state: StateKind::Fast,
+                lower: Lower::Random
+            })
+        );
         // Over 16 ranks of 64 GiB, the fast state of a slice and a stream of the slices
         // below: level 48 needs 27.0 GB a rank.
         let sixteen = Machine {
@@ -528,7 +592,13 @@ mod tests {
         };
         let p = plan(&index, 48, &sixteen, 2.0, None);
         let slice = 203_648_015_935u64.div_ceil(16);
-        assert_eq!(p[48].way, Some((StateKind::Fast, Lower::Stream)));
+        assert_eq!(
+            p[48].way,
+            Some(Way {
+                state: StateKind::Fast,
+                lower: Lower::Stream
+            })
+        );
         assert_eq!(p[48].state, 2 * slice + slice.div_ceil(64) * 8);
         assert_eq!(p[48].lower, 0);
         assert!(p.iter().all(|l| l.fits_memory(&sixteen)));
@@ -538,9 +608,21 @@ mod tests {
             ..sixteen
         };
         let p = plan(&index, 48, &small, 2.0, None);
-        assert_eq!(p[48].way, Some((StateKind::Compact, Lower::Stream)));
+        assert_eq!(
+            p[48].way,
+            Some(Way {
+                state: StateKind::Compact,
+                lower: Lower::Stream
+            })
+        );
         assert_eq!(p[48].state, slice + slice.div_ceil(64) * 8);
-        assert_eq!(p[40].way, Some((StateKind::Fast, Lower::Stream)));
+        assert_eq!(
+            p[40].way,
+            Some(Way {
+                state: StateKind::Fast,
+                lower: Lower::Stream
+            })
+        );
         assert!(p.iter().all(|l| l.fits_memory(&small)));
         let tiny = Machine {
             memory: 1 << 30,
@@ -554,6 +636,69 @@ mod tests {
         // GB a rank besides its stream buffers, under 1 GiB; level 37 (a slice of 1,144.7
         // million) 1.29 GB.
         assert_eq!(first_too_big, Some(37));
+    }
+
+    /// The way each memory allows, for level 24 of Awari (382,628,610 positions: fast
+    /// state 813.1 MB, compact 430.5 MB) over 1 GB of lower levels.
+    #[test]
+    fn the_way_is_the_fastest_that_fits() {
+        let positions = 382_628_610;
+        let (fast, compact) = (
+            StateKind::Fast.bytes(positions),
+            StateKind::Compact.bytes(positions),
+        );
+        assert_eq!((fast, compact), (813_085_804, 430_457_194));
+        let lower_bytes = 1_000_000_000;
+        let at = |free: u64, ask: &Ask| {
+            let fit = Fit {
+                seeds: 24,
+                positions,
+                lower_bytes,
+                free: Some(free),
+            };
+            way(ask, &fit)
+        };
+        let w = |state, lower| Way { state, lower };
+        let auto = Ask::default();
+        // Spilled (the state is over 256 MiB): the larger of state and lower levels.
+        assert_eq!(at(lower_bytes, &auto), w(StateKind::Fast, Lower::Random));
+        assert_eq!(
+            at(lower_bytes - 1, &auto),
+            w(StateKind::Fast, Lower::Stream)
+        );
+        // Not spilled: both at once.
+        let no_spill = Ask {
+            spill_from: u64::MAX,
+            ..auto
+        };
+        let both = fast + lower_bytes;
+        assert_eq!(at(both, &no_spill), w(StateKind::Fast, Lower::Random));
+        assert_eq!(at(both - 1, &no_spill), w(StateKind::Fast, Lower::Stream));
+        // The fast state alone does not fit: compact, streamed.
+        assert_eq!(at(fast - 1, &auto), w(StateKind::Compact, Lower::Stream));
+        // What is asked is kept, whatever the memory.
+        let asked = Ask {
+            state: Some(StateKind::Compact),
+            ..auto
+        };
+        assert_eq!(at(u64::MAX, &asked), w(StateKind::Compact, Lower::Stream));
+        let asked = Ask {
+            lower: Some(Lower::Random),
+            ..asked
+        };
+        assert_eq!(at(0, &asked), w(StateKind::Compact, Lower::Random));
+        // Above 61 seeds the compact state cannot hold a level.
+        let fit = Fit {
+            seeds: 62,
+            positions,
+            lower_bytes,
+            free: Some(0),
+        };
+        assert_eq!(way(&auto, &fit), w(StateKind::Fast, Lower::Stream));
+        assert_eq!(
+            format!("{}", w(StateKind::Compact, Lower::Stream)),
+            "compact/stream"
+        );
     }
 
     #[test]
@@ -609,7 +754,8 @@ mod tests {
         let compact = StateKind::Compact.bytes(positions);
         assert_eq!(compact, positions + positions.div_ceil(64) * 8);
         assert_eq!(none.need(positions, StateKind::Compact, false), compact);
-        let huge = (1u64 << 60) / STATE_BYTES;
+        // 2^60 bytes of fast state and more: no machine has it.
+        let huge = 1u64 << 59;
         let e =
             check_level_fits(dir.path(), 30, huge, StateKind::Fast, true, false, none).unwrap_err();
         assert!(e.to_string().contains("more memory"), "{e}");

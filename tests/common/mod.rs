@@ -20,19 +20,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_awari");
 /// Builds levels `0..=max` under `root` with the builder (complete levels already there
 /// are kept); a report per level.
 pub fn build_levels(root: &Path, rules: Rules, pits: usize, max: usize) -> Vec<LevelReport> {
-    let opts = BuildOptions {
-        root: root.to_path_buf(),
-        rules,
-        pits,
-        max_seeds: max,
-        force: false,
-        check: true,
-        progress: false,
-        spill_from: awari::expert::SPILL_FROM,
-        state: None,
-        reads: None,
-        pack: false,
-    };
+    let opts = BuildOptions::new(root, rules, pits, max);
     build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap()
 }
 

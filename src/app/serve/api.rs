@@ -21,7 +21,8 @@ use axum::routing::get;
 use axum::Router;
 
 use super::{start_seeds, ApiError, Probes, Served, MAX_URL};
-use crate::app::query::{parse_counts, Database};
+use crate::app::database::Database;
+use crate::app::query::parse_counts;
 use crate::game::rules::Rules;
 
 /// What the handlers share.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::app::query::Database;
+use crate::app::database::Database;
 use crate::db::layout::{database_dirs, list_levels, present_levels};
 use crate::error::{Error, Result};
 use crate::game::index::Index;

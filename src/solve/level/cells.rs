@@ -144,7 +144,9 @@ mod tests {
         // Written out, the low bytes read as zeros (but under Miri, which keeps them); the
         // high ones went on.
         let want = |i: usize| i as u8 ^ (i % 2) as u8;
-        let zeros = cells.atomics()[low.clone()].iter().all(|c| c.load(Relaxed) == 0);
+        let zeros = cells.atomics()[low.clone()]
+            .iter()
+            .all(|c| c.load(Relaxed) == 0);
         assert!(zeros || cfg!(miri));
         for i in high.clone() {
             assert_eq!(cells.atomics()[i].load(Relaxed), want(i).wrapping_add(1));

@@ -1,14 +1,13 @@
 //! A distributed build of many levels: each rank solves its slice of every level with the
 //! engine and keeps it in a slice file; a rerun keeps the levels complete on every rank.
 
-use crate::db::layout::{slice, Expect};
+use crate::db::layout::{build_command, db_dir, slice, Expect};
 use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
 use crate::error::Error;
-use crate::game::index::Index;
-use crate::game::rules::Rules;
-use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
-use crate::solve::plan::{check_slice_fits, way};
+use crate::solve::level::{Lower, StateKind};
+use crate::solve::options::BuildOptions;
+use crate::solve::plan::{check_slice_fits, way, Ask, Fit};
 use crate::solve::ranks::message;
 use crate::solve::ranks::{solve_slice, Comm, LowerSlices};
 use crate::util::memory_available;
@@ -34,56 +33,30 @@ pub struct SliceReport {
     pub peak_rss: Option<u64>,
 }
 
-/// What a rank of a distributed build builds, and where.
-#[derive(Clone, Debug)]
-pub struct DistOptions {
-    /// This rank's database folder (its own, or one shared by the ranks).
-    pub dir: std::path::PathBuf,
-    /// The rule set.
-    pub rules: Rules,
-    /// Pits per side.
-    pub pits: usize,
-    /// The highest level to build.
-    pub max_seeds: usize,
-    /// The solver state of every level; `None`: the fast state where every rank's slice
-    /// fits its share of its node's free memory, else the compact one (levels of at most
-    /// 61 seeds).
-    pub state: Option<StateKind>,
-    /// Check before each level that this rank's slice fits its share of the node's free
-    /// memory and the free disk under `dir`, and stop every rank if one does not.
-    pub check: bool,
-    /// Ranks running on this rank's node, which share its memory.
-    pub ranks_here: usize,
-    /// The command, for the lock file (what a second build into the folder is told).
-    pub command: String,
-}
-
 /// Builds levels `0..=max_seeds` of the database `rules`-`pits` over the ranks of
-/// `comm`, this rank keeping its slices in `opts.dir`. A level whose slices are complete
-/// on every rank is kept; any other is built again by all. Slices of a build over
-/// another number of ranks in the folder are refused before anything is done, and so is
-/// a folder where another build holds this rank's lock.
+/// `comm`, this rank keeping its slices in its database folder under `opts.root`. A level
+/// whose slices are complete on every rank is kept (unless `opts.force`); any other is
+/// built again by all. Slices of a build over another number of ranks in the folder are
+/// refused before anything is done, and so is a folder where another build holds this
+/// rank's lock, and an option this build does not do
+/// ([`BuildOptions::unsupported_over_ranks`]). The lower levels are read as streams; the
+/// state is `opts.state`, or, where `None`, the fast state where every rank's slice fits
+/// its share of its node's free memory, else the compact one (levels of at most 61 seeds).
 pub fn build_slices<M: Comm>(
     comm: &M,
-    opts: &DistOptions,
+    opts: &BuildOptions,
     mut report: impl FnMut(&SliceReport),
 ) -> crate::error::Result<Vec<SliceReport>> {
     let (rank, ranks) = (comm.rank(), comm.size());
-    let DistOptions {
-        dir,
-        rules,
-        pits,
-        max_seeds,
-        ..
-    } = opts;
-    let (dir, rules, pits, max_seeds) = (dir.as_path(), *rules, *pits, *max_seeds);
-    let index = Index::new(pits, max_seeds)?;
-    if opts.state == Some(StateKind::Compact) && max_seeds > COMPACT_MAX_SEEDS {
+    let (rules, pits, max_seeds) = (opts.rules, opts.pits, opts.max_seeds);
+    if let Some(flag) = opts.unsupported_over_ranks() {
         return Err(Error::Input(format!(
-            "the compact state holds levels of at most {COMPACT_MAX_SEEDS} seeds, and this build \
-             goes to {max_seeds}: use --state fast or auto"
+            "{flag} is not supported with --distributed yet"
         )));
     }
+    let index = opts.checked_index()?;
+    let dir = db_dir(&opts.root, rules, pits);
+    let dir = dir.as_path();
     if index.level_size(max_seeds) > message::INDEX {
         return Err(Error::Input(format!(
             "level {max_seeds} of {pits} pits per side holds {} positions, more than a build \
@@ -104,7 +77,11 @@ pub fn build_slices<M: Comm>(
             Ok(()) => Ok(()),
         }
     };
-    let what = format!("rank {rank} of {ranks}: {}", opts.command);
+    let command = opts
+        .command
+        .clone()
+        .unwrap_or_else(|| build_command(&opts.root, rules, pits, max_seeds));
+    let what = format!("rank {rank} of {ranks}: {command}");
     let (_lock, locked) = match DirLock::acquire_rank(dir, rank, &what) {
         Ok(lock) => (Some(lock), Ok(())),
         Err(e) => (None, Err(e)),
@@ -150,7 +127,11 @@ pub fn build_slices<M: Comm>(
         let expect = Expect::level(rules, &index, n);
         let range = slice(expect.positions, ranks, rank);
         let path = slice_path(dir, n, rank, ranks);
-        let found = SliceLevel::open(&path, &expect, rank, ranks, range.clone()).ok();
+        let found = if opts.force {
+            None
+        } else {
+            SliceLevel::open(&path, &expect, rank, ranks, range.clone()).ok()
+        };
         let mut state = None;
         let everywhere = comm.sum(found.is_some() as u64) == ranks as u64;
         let level = match found {
@@ -162,8 +143,17 @@ pub fn build_slices<M: Comm>(
                     // The single process's choice for this rank's slice and share of the
                     // node's memory; every rank votes, so that all use the same state.
                     None => {
-                        let share = memory_available().map(|m| m / opts.ranks_here.max(1) as u64);
-                        let (mine, _) = way(None, Some(Lower::Stream), 0, n, held, 0, share);
+                        let ask = Ask {
+                            lower: Some(Lower::Stream),
+                            ..Ask::default()
+                        };
+                        let fit = Fit {
+                            seeds: n,
+                            positions: held,
+                            lower_bytes: 0,
+                            free: memory_available().map(|m| m / opts.ranks_here.max(1) as u64),
+                        };
+                        let mine = way(&ask, &fit).state;
                         if comm.sum((mine == StateKind::Compact) as u64) > 0 {
                             StateKind::Compact
                         } else {
@@ -221,6 +211,8 @@ pub fn build_slices<M: Comm>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::game::index::Index;
+    use crate::game::rules::Rules;
     use crate::solve::ranks::local::LocalComm;
 
     #[test]
@@ -228,35 +220,32 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let (rules, pits, top) = (Rules::Oware, 4, 14);
         let single = tmp.path().join("single");
-        let opts = crate::solve::build::BuildOptions::new(&single, rules, pits, top);
+        let opts = BuildOptions::new(&single, rules, pits, top);
         crate::solve::build::build(&opts, |_| {}, |_| {}).unwrap();
         let db = |root: &std::path::Path| crate::db::layout::db_dir(root, rules, pits);
         let rank_dir = |r: usize| db(&tmp.path().join(format!("rank{r}")));
-        let run = |ranks: usize,
-                   state: Option<StateKind>|
+        let run_with = |ranks: usize,
+                        state: Option<StateKind>,
+                        force: bool|
          -> Vec<crate::error::Result<Vec<SliceReport>>> {
             let comms = LocalComm::group(ranks);
             std::thread::scope(|s| {
                 let handles: Vec<_> = comms
                     .iter()
                     .map(|comm| {
-                        let dir = rank_dir(comm.rank());
-                        let opts = DistOptions {
-                            dir,
-                            rules,
-                            pits,
-                            max_seeds: top,
-                            state,
-                            check: true,
-                            ranks_here: ranks,
-                            command: "test".into(),
-                        };
+                        let root = tmp.path().join(format!("rank{}", comm.rank()));
+                        let opts = BuildOptions::new(&root, rules, pits, top)
+                            .state(state)
+                            .force(force)
+                            .ranks_here(ranks)
+                            .command("test");
                         s.spawn(move || build_slices(comm, &opts, |_| {}))
                     })
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             })
         };
+        let run = |ranks: usize, state: Option<StateKind>| run_with(ranks, state, false);
         // Built with the compact state: the same files.
         for r in run(3, Some(StateKind::Compact)) {
             assert!(r
@@ -293,6 +282,29 @@ mod tests {
         crate::db::slice::gather(&from, &again, &index, rules).unwrap();
         let level = |d: &std::path::Path| std::fs::read(crate::db::layout::level_path(d, 9));
         assert!(level(&again).unwrap() == level(&db(&single)).unwrap());
+        // With force, every level is built again, to the same files.
+        for r in run_with(3, Some(StateKind::Fast), true) {
+            let r = r.unwrap();
+            assert_eq!(r.len(), top + 1);
+            assert!(r
+                .iter()
+                .all(|l| !l.kept && l.state == Some(StateKind::Fast)));
+        }
+        let forced = db(&tmp.path().join("forced"));
+        crate::db::slice::gather(&from, &forced, &index, rules).unwrap();
+        for n in 0..=top {
+            let a = std::fs::read(crate::db::layout::level_path(&forced, n)).unwrap();
+            let b = std::fs::read(crate::db::layout::level_path(&db(&single), n)).unwrap();
+            assert!(a == b, "level {n} forced differs from the single build");
+        }
+        // What the ranks do not do yet is refused before anything is written.
+        let opts = BuildOptions::new(&tmp.path().join("packed"), rules, pits, top).pack(true);
+        let e = build_slices(&LocalComm::group(1)[0], &opts, |_| {}).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--pack is not supported with --distributed yet"
+        );
+        assert!(!tmp.path().join("packed").exists());
         // A rank whose folder another build holds stops, and every rank with it.
         let held =
             crate::db::lock::DirLock::acquire_rank(&rank_dir(1), 1, "the other job").unwrap();

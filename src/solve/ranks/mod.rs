@@ -34,7 +34,7 @@ mod message;
 #[cfg(feature = "mpi")]
 pub mod mpi_comm;
 
-pub use build::{build_slices, DistOptions, SliceReport};
+pub use build::{build_slices, SliceReport};
 pub use engine::{solve_slice, LowerSlices, ROUND, SEGMENT};
 
 /// What a rank needs of the others: a personalised all-to-all and global sums, all
