@@ -98,34 +98,39 @@ fn published_romein_bal_example() {
     assert_eq!(line.score[0] - line.score[1], 0.0, "{line:?}");
 }
 
-/// A principal variation realises the value exactly: on every 61st position of levels
-/// 0..=10 (P = 4, both rule sets) and of levels 0..=8 (P = 6, awari).
-#[test]
-fn principal_variations_score_the_value() {
-    for (pits, rules, max) in [
-        (4, Rules::Awari, 10),
-        (4, Rules::Oware, 10),
-        (6, Rules::Awari, 8),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let db = build_db(dir.path(), rules, pits, max);
-        let mut won = 0;
-        for n in 0..=max {
-            for board in crate::common::all_positions(pits, n)
-                .into_iter()
-                .step_by(61)
-            {
-                let v = db.probe(&board).unwrap();
-                let line = db.line(&board, 100_000).unwrap();
-                assert_eq!(line.score[0] + line.score[1], n as f64, "{board}: {line:?}");
-                assert_eq!(
-                    line.score[0] - line.score[1],
-                    v as f64,
-                    "{rules} {board}: {line:?}"
-                );
-                won += (v != 0) as u32;
+/// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").
+mod slow {
+    use super::*;
+
+    /// A principal variation realises the value exactly: on every 61st position of levels
+    /// 0..=10 (P = 4, both rule sets) and of levels 0..=8 (P = 6, awari).
+    #[test]
+    fn principal_variations_score_the_value() {
+        for (pits, rules, max) in [
+            (4, Rules::Awari, 10),
+            (4, Rules::Oware, 10),
+            (6, Rules::Awari, 8),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = build_db(dir.path(), rules, pits, max);
+            let mut won = 0;
+            for n in 0..=max {
+                for board in crate::common::all_positions(pits, n)
+                    .into_iter()
+                    .step_by(61)
+                {
+                    let v = db.probe(&board).unwrap();
+                    let line = db.line(&board, 100_000).unwrap();
+                    assert_eq!(line.score[0] + line.score[1], n as f64, "{board}: {line:?}");
+                    assert_eq!(
+                        line.score[0] - line.score[1],
+                        v as f64,
+                        "{rules} {board}: {line:?}"
+                    );
+                    won += (v != 0) as u32;
+                }
             }
+            assert!(won > 300, "{won}");
         }
-        assert!(won > 300, "{won}");
     }
 }

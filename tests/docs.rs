@@ -817,65 +817,70 @@ fn marks_are_read() {
     );
 }
 
-#[test]
-fn commands_in_the_docs_run() {
-    let scratch = tempfile::tempdir().unwrap();
-    let bin = scratch.path().join("bin");
-    let work = scratch.path().join("work");
-    let logs = scratch.path().join("logs");
-    for d in [&bin, &work, &logs, &work.join("data")] {
-        fs::create_dir_all(d).unwrap();
-    }
-    std::os::unix::fs::symlink(BIN, bin.join("awari")).unwrap();
-    // The rate GUIDE.md's plan example names: 2,000,000 positions a second per thread on
-    // level 20, in the columns of `awari bench --csv`.
-    fs::write(
-        work.join("bench.csv"),
-        "level,positions,threads,seconds,forward_seconds,backward_seconds,\
-         positions_per_second_per_thread,peak_rss_bytes\n\
-         20,80214915,1,40.1075,,,2000000,\n",
-    )
-    .unwrap();
+/// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").
+mod slow {
+    use super::*;
 
-    let mut ran = 0;
-    let mut skipped = 0;
-    let mut failures: Vec<String> = Vec::new();
-    let start = Instant::now();
-    for page in PAGES {
-        for b in blocks(page, &read(page)) {
-            let steps = steps(&b).unwrap_or_else(|e| panic!("{e}"));
-            for (line, step) in steps {
-                let (command, fails) = match step {
-                    Step::Run { command, fails } => (command, fails),
-                    Step::Skip | Step::Suite => {
-                        skipped += 1;
-                        continue;
+    #[test]
+    fn commands_in_the_docs_run() {
+        let scratch = tempfile::tempdir().unwrap();
+        let bin = scratch.path().join("bin");
+        let work = scratch.path().join("work");
+        let logs = scratch.path().join("logs");
+        for d in [&bin, &work, &logs, &work.join("data")] {
+            fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink(BIN, bin.join("awari")).unwrap();
+        // The rate GUIDE.md's plan example names: 2,000,000 positions a second per thread on
+        // level 20, in the columns of `awari bench --csv`.
+        fs::write(
+            work.join("bench.csv"),
+            "level,positions,threads,seconds,forward_seconds,backward_seconds,\
+             positions_per_second_per_thread,peak_rss_bytes\n\
+             20,80214915,1,40.1075,,,2000000,\n",
+        )
+        .unwrap();
+
+        let mut ran = 0;
+        let mut skipped = 0;
+        let mut failures: Vec<String> = Vec::new();
+        let start = Instant::now();
+        for page in PAGES {
+            for b in blocks(page, &read(page)) {
+                let steps = steps(&b).unwrap_or_else(|e| panic!("{e}"));
+                for (line, step) in steps {
+                    let (command, fails) = match step {
+                        Step::Run { command, fails } => (command, fails),
+                        Step::Skip | Step::Suite => {
+                            skipped += 1;
+                            continue;
+                        }
+                    };
+                    ran += 1;
+                    let t = Instant::now();
+                    let (status, output) = run(&work, &bin, &logs, ran, &command);
+                    let want = if fails { 1 } else { 0 };
+                    eprintln!(
+                        "{page} line {line}: {command}: status {status:?} in {:.1} s",
+                        t.elapsed().as_secs_f64()
+                    );
+                    if status != Some(want) {
+                        let tail: Vec<&str> = output.lines().rev().take(20).collect();
+                        let tail: Vec<&str> = tail.into_iter().rev().collect();
+                        failures.push(format!(
+                            "{page} line {line}: `{command}` exited with {status:?}, expected {want}; \
+                             its last lines:\n{}",
+                            tail.join("\n")
+                        ));
                     }
-                };
-                ran += 1;
-                let t = Instant::now();
-                let (status, output) = run(&work, &bin, &logs, ran, &command);
-                let want = if fails { 1 } else { 0 };
-                eprintln!(
-                    "{page} line {line}: {command}: status {status:?} in {:.1} s",
-                    t.elapsed().as_secs_f64()
-                );
-                if status != Some(want) {
-                    let tail: Vec<&str> = output.lines().rev().take(20).collect();
-                    let tail: Vec<&str> = tail.into_iter().rev().collect();
-                    failures.push(format!(
-                        "{page} line {line}: `{command}` exited with {status:?}, expected {want}; \
-                         its last lines:\n{}",
-                        tail.join("\n")
-                    ));
                 }
             }
         }
+        eprintln!(
+            "{ran} commands run, {skipped} marked as not run, in {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert!(ran >= 10, "only {ran} commands of the docs ran");
     }
-    eprintln!(
-        "{ran} commands run, {skipped} marked as not run, in {:.1} s",
-        start.elapsed().as_secs_f64()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(ran >= 10, "only {ran} commands of the docs ran");
 }

@@ -108,22 +108,43 @@ fn golden_file_covers_its_ranges() {
     );
 }
 
-/// The fast state reading the lower levels at random (what `auto` picks for these
-/// levels on any machine) and the compact state reading them as a stream.
+/// The small levels of [`BUILT`], for the quick tier: seconds.
+const SMALL: [(&str, usize, usize); 4] = [
+    ("awari", 4, 18),
+    ("awari", 6, 12),
+    ("oware", 4, 18),
+    ("oware", 6, 12),
+];
+
+/// The small levels, the fast state reading the lower levels at random and the compact
+/// state reading them as a stream.
 #[test]
-fn built_levels_match_golden_checksums() {
-    built_levels_match("fast", "random");
+fn small_levels_match_golden_checksums() {
+    built_levels_match("fast", "random", &SMALL);
+    built_levels_match("compact", "stream", &SMALL);
 }
 
-#[test]
-fn built_levels_match_golden_checksums_compact() {
-    built_levels_match("compact", "stream");
+/// Every level of [`BUILT`], minutes: left out of the quick tier (`--skip slow::`).
+mod slow {
+    use super::*;
+
+    /// The fast state reading the lower levels at random (what `auto` picks for these
+    /// levels on any machine) and the compact state reading them as a stream.
+    #[test]
+    fn built_levels_match_golden_checksums() {
+        built_levels_match("fast", "random", &BUILT);
+    }
+
+    #[test]
+    fn built_levels_match_golden_checksums_compact() {
+        built_levels_match("compact", "stream", &BUILT);
+    }
 }
 
-fn built_levels_match(state: &str, lower: &str) {
+fn built_levels_match(state: &str, lower: &str, levels: &[(&str, usize, usize)]) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_str().unwrap();
-    for (rules, pits, max) in BUILT {
+    for &(rules, pits, max) in levels {
         ok(&[
             "build",
             "--max-seeds",
@@ -143,7 +164,7 @@ fn built_levels_match(state: &str, lower: &str) {
     let mut compared = 0;
     let mut wrong = Vec::new();
     for (&(rules, pits, level), &(want_positions, want_checksum)) in &golden() {
-        let built = BUILT
+        let built = levels
             .iter()
             .any(|&(r, p, max)| r == rules && p == pits && level <= max);
         if !built {
@@ -169,10 +190,10 @@ fn built_levels_match(state: &str, lower: &str) {
         wrong.len(),
         wrong.join("\n")
     );
-    let want: usize = BUILT.iter().map(|&(_, _, max)| max + 1).sum();
+    let want: usize = levels.iter().map(|&(_, _, max)| max + 1).sum();
     assert_eq!(
         compared, want,
         "levels compared with {GOLDEN_NAME}: {compared}, every built level should be (BUILT \
-         in tests/golden.rs)"
+         and SMALL in tests/golden.rs)"
     );
 }

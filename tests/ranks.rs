@@ -35,76 +35,81 @@ fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize, 
     });
 }
 
-#[test]
-fn gathered_slices_are_the_single_process_levels() {
-    for (rules, pits, top) in [
-        (Rules::Awari, 6, 12),
-        (Rules::Oware, 6, 12),
-        (Rules::Awari, 4, 16),
-    ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path();
-        let single = root.join("single");
-        let args = |d: &Path| {
-            vec![
-                "--pits".to_string(),
-                pits.to_string(),
-                "--rules".to_string(),
-                rules.to_string(),
-                "--dir".to_string(),
-                d.to_str().unwrap().to_string(),
-            ]
-        };
-        let mut build = vec!["build".to_string(), "--max-seeds".into(), top.to_string()];
-        build.extend(args(&single));
-        ok(&build.iter().map(String::as_str).collect::<Vec<_>>());
-        for ranks in [2, 3] {
-            let ranked = root.join(format!("ranks{ranks}"));
-            // Two ranks with the fast state, three with the compact one.
-            let state = if ranks == 2 {
-                StateKind::Fast
-            } else {
-                StateKind::Compact
+/// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").
+mod slow {
+    use super::*;
+
+    #[test]
+    fn gathered_slices_are_the_single_process_levels() {
+        for (rules, pits, top) in [
+            (Rules::Awari, 6, 12),
+            (Rules::Oware, 6, 12),
+            (Rules::Awari, 4, 16),
+        ] {
+            let tmp = tempfile::tempdir().unwrap();
+            let root = tmp.path();
+            let single = root.join("single");
+            let args = |d: &Path| {
+                vec![
+                    "--pits".to_string(),
+                    pits.to_string(),
+                    "--rules".to_string(),
+                    rules.to_string(),
+                    "--dir".to_string(),
+                    d.to_str().unwrap().to_string(),
+                ]
             };
-            build_over(&ranked, ranks, rules, pits, top, state);
-            for r in 0..ranks {
-                let dir = db_dir(&ranked.join(format!("rank{r}")), rules, pits);
-                let slices = list_slices(&dir).unwrap();
-                assert_eq!(slices.len(), top + 1);
-                assert!(slices.iter().all(|&(_, rank, rs)| rank == r && rs == ranks));
-                // Nothing but its slices.
-                assert_eq!(fs::read_dir(&dir).unwrap().count(), top + 1);
-            }
-            let out = root.join(format!("gathered{ranks}"));
-            let mut gather = vec!["gather".to_string(), "--from".into()];
-            for r in 0..ranks {
-                gather.push(
-                    ranked
-                        .join(format!("rank{r}"))
-                        .to_str()
-                        .unwrap()
-                        .to_string(),
-                );
-            }
-            gather.extend(args(&out));
-            let said = ok(&gather.iter().map(String::as_str).collect::<Vec<_>>());
-            assert!(
-                said.starts_with(&format!("gathered {} levels", top + 1)),
-                "{said}"
-            );
-            for n in 0..=top {
-                let a = fs::read(level_path(&db_dir(&out, rules, pits), n)).unwrap();
-                let b = fs::read(level_path(&db_dir(&single, rules, pits), n)).unwrap();
+            let mut build = vec!["build".to_string(), "--max-seeds".into(), top.to_string()];
+            build.extend(args(&single));
+            ok(&build.iter().map(String::as_str).collect::<Vec<_>>());
+            for ranks in [2, 3] {
+                let ranked = root.join(format!("ranks{ranks}"));
+                // Two ranks with the fast state, three with the compact one.
+                let state = if ranks == 2 {
+                    StateKind::Fast
+                } else {
+                    StateKind::Compact
+                };
+                build_over(&ranked, ranks, rules, pits, top, state);
+                for r in 0..ranks {
+                    let dir = db_dir(&ranked.join(format!("rank{r}")), rules, pits);
+                    let slices = list_slices(&dir).unwrap();
+                    assert_eq!(slices.len(), top + 1);
+                    assert!(slices.iter().all(|&(_, rank, rs)| rank == r && rs == ranks));
+                    // Nothing but its slices.
+                    assert_eq!(fs::read_dir(&dir).unwrap().count(), top + 1);
+                }
+                let out = root.join(format!("gathered{ranks}"));
+                let mut gather = vec!["gather".to_string(), "--from".into()];
+                for r in 0..ranks {
+                    gather.push(
+                        ranked
+                            .join(format!("rank{r}"))
+                            .to_str()
+                            .unwrap()
+                            .to_string(),
+                    );
+                }
+                gather.extend(args(&out));
+                let said = ok(&gather.iter().map(String::as_str).collect::<Vec<_>>());
                 assert!(
-                    a == b,
-                    "{rules} P={pits} level {n} over {ranks} ranks differs"
+                    said.starts_with(&format!("gathered {} levels", top + 1)),
+                    "{said}"
                 );
+                for n in 0..=top {
+                    let a = fs::read(level_path(&db_dir(&out, rules, pits), n)).unwrap();
+                    let b = fs::read(level_path(&db_dir(&single, rules, pits), n)).unwrap();
+                    assert!(
+                        a == b,
+                        "{rules} P={pits} level {n} over {ranks} ranks differs"
+                    );
+                }
+                // A rank's folder missing: named.
+                gather.retain(|a| !a.ends_with("rank0"));
+                let (done, _, e) = run(&gather.iter().map(String::as_str).collect::<Vec<_>>());
+                assert!(!done && e.contains("the slices of rank(s) [0]"), "{e}");
+                assert_eq!(e.lines().count(), 1, "{e}");
             }
-            // A rank's folder missing: named.
-            gather.retain(|a| !a.ends_with("rank0"));
-            let (done, _, e) = run(&gather.iter().map(String::as_str).collect::<Vec<_>>());
-            assert!(!done && e.contains("the slices of rank(s) [0]"), "{e}");
-            assert_eq!(e.lines().count(), 1, "{e}");
         }
     }
 }

@@ -70,31 +70,36 @@ fn same_files(rules: Rules, pits: usize, top: usize, least: usize) {
     );
 }
 
-#[test]
-fn six_pits_to_twenty_seeds() {
-    for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 6, 20, 100_000);
-    }
-}
+/// The larger boards, minutes in all: left out of the quick tier (`--skip slow::`).
+mod slow {
+    use super::*;
 
-#[test]
-fn three_pits_to_forty_seeds() {
-    for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 3, 40, 100_000);
+    #[test]
+    fn six_pits_to_twenty_seeds() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            same_files(rules, 6, 20, 100_000);
+        }
     }
-}
 
-#[test]
-fn four_pits_to_twenty_eight_seeds() {
-    for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 4, 28, 100_000);
+    #[test]
+    fn three_pits_to_forty_seeds() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            same_files(rules, 3, 40, 100_000);
+        }
     }
-}
 
-#[test]
-fn eight_pits_to_twelve_seeds() {
-    for rules in [Rules::Awari, Rules::Oware] {
-        same_files(rules, 8, 12, 100_000);
+    #[test]
+    fn four_pits_to_twenty_eight_seeds() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            same_files(rules, 4, 28, 100_000);
+        }
+    }
+
+    #[test]
+    fn eight_pits_to_twelve_seeds() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            same_files(rules, 8, 12, 100_000);
+        }
     }
 }
 

@@ -43,35 +43,93 @@ impl Rng {
     }
 }
 
-#[test]
-fn verify_and_deep_verify_pass_on_built_databases() {
-    for (rules, pits, max) in [
-        (Rules::Awari, 6, 12),
-        (Rules::Oware, 6, 12),
-        (Rules::Oware, 4, 14),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        build_db(dir.path(), rules, pits, max);
-        let mut seen = Vec::new();
-        let reports = verify(&options(dir.path(), rules, pits, true), |r| {
-            seen.push(r.seeds)
-        })
-        .unwrap();
-        assert_eq!(seen, (0..=max).collect::<Vec<_>>());
-        let index = Index::new(pits, max).unwrap();
-        for r in &reports {
-            assert!(r.ok(), "{rules} P={pits} level {}: {r:?}", r.seeds);
-            assert_eq!(r.positions, index.level_size(r.seeds));
-            let deep = r.deep.as_ref().unwrap();
-            // The independent method really iterates on the larger levels.
-            if r.seeds >= 10 {
-                assert!(
-                    deep.sweeps > 10,
-                    "level {}: {} sweeps",
-                    r.seeds,
-                    deep.sweeps
-                );
+/// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").
+mod slow {
+    use super::*;
+
+    #[test]
+    fn verify_and_deep_verify_pass_on_built_databases() {
+        for (rules, pits, max) in [
+            (Rules::Awari, 6, 12),
+            (Rules::Oware, 6, 12),
+            (Rules::Oware, 4, 14),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            build_db(dir.path(), rules, pits, max);
+            let mut seen = Vec::new();
+            let reports = verify(&options(dir.path(), rules, pits, true), |r| {
+                seen.push(r.seeds)
+            })
+            .unwrap();
+            assert_eq!(seen, (0..=max).collect::<Vec<_>>());
+            let index = Index::new(pits, max).unwrap();
+            for r in &reports {
+                assert!(r.ok(), "{rules} P={pits} level {}: {r:?}", r.seeds);
+                assert_eq!(r.positions, index.level_size(r.seeds));
+                let deep = r.deep.as_ref().unwrap();
+                // The independent method really iterates on the larger levels.
+                if r.seeds >= 10 {
+                    assert!(
+                        deep.sweeps > 10,
+                        "level {}: {} sweeps",
+                        r.seeds,
+                        deep.sweeps
+                    );
+                }
             }
+        }
+    }
+
+    /// The independent solver against the builder: 10,000 random positions of levels 0..=12
+    /// (P = 6, stored or not) per rule set, and every position reachable from them.
+    #[test]
+    fn independent_solver_agrees_on_random_positions() {
+        for (rules, seed) in [(Rules::Awari, 1u64), (Rules::Oware, 2)] {
+            let dir = tempfile::tempdir().unwrap();
+            build_db(dir.path(), rules, 6, 12);
+            let db = Database::open(dir.path(), rules, 6).unwrap();
+            let mut rng = Rng(seed);
+            let starts: Vec<Board> = (0..10_000)
+                .map(|_| {
+                    // A uniform composition of n seeds into 12 pits (stars and bars).
+                    let n = rng.below(13) as u32;
+                    let mut cuts: Vec<u32> =
+                        (0..11).map(|_| rng.below(n as u64 + 1) as u32).collect();
+                    cuts.sort();
+                    let mut counts = Vec::with_capacity(12);
+                    let mut prev = 0;
+                    for &c in cuts.iter().chain([n].iter()) {
+                        counts.push(c - prev);
+                        prev = c;
+                    }
+                    db.board(&counts).unwrap()
+                })
+                .collect();
+            let twelve = starts.iter().filter(|b| b.seeds() == 12).count();
+            let unstored = starts.iter().filter(|b| !b.is_stored()).count();
+            assert!(twelve > 500 && unstored > 20, "{twelve} {unstored}");
+            let t0 = std::time::Instant::now();
+            let reference = Reference::solve(rules, &starts, 20_000_000).unwrap();
+            eprintln!(
+                "{rules}: {} reachable, solved in {:.1} s",
+                reference.len(),
+                t0.elapsed().as_secs_f64()
+            );
+            assert!(reference.max_sweeps > 10, "{}", reference.max_sweeps);
+            for b in &starts {
+                let want = reference.value(b).unwrap();
+                assert_eq!(db.probe(b).unwrap(), want, "{rules} {b}");
+            }
+            let all: Vec<(Board, i8)> = reference.iter().map(|(b, v)| (*b, v)).collect();
+            all.par_iter().for_each(|(b, want)| {
+                assert_eq!(db.probe(b).unwrap(), *want, "{rules} {b} (reached)");
+            });
+            let nonzero = all.iter().filter(|x| x.1 != 0).count();
+            assert!(
+                reference.len() > 100_000 && nonzero * 3 > reference.len(),
+                "{}",
+                reference.len()
+            );
         }
     }
 }
@@ -270,56 +328,4 @@ fn cli_verify_argument_errors_are_one_line() {
             .starts_with("error: no levels in "),
         "{err}"
     );
-}
-
-/// The independent solver against the builder: 10,000 random positions of levels 0..=12
-/// (P = 6, stored or not) per rule set, and every position reachable from them.
-#[test]
-fn independent_solver_agrees_on_random_positions() {
-    for (rules, seed) in [(Rules::Awari, 1u64), (Rules::Oware, 2)] {
-        let dir = tempfile::tempdir().unwrap();
-        build_db(dir.path(), rules, 6, 12);
-        let db = Database::open(dir.path(), rules, 6).unwrap();
-        let mut rng = Rng(seed);
-        let starts: Vec<Board> = (0..10_000)
-            .map(|_| {
-                // A uniform composition of n seeds into 12 pits (stars and bars).
-                let n = rng.below(13) as u32;
-                let mut cuts: Vec<u32> = (0..11).map(|_| rng.below(n as u64 + 1) as u32).collect();
-                cuts.sort();
-                let mut counts = Vec::with_capacity(12);
-                let mut prev = 0;
-                for &c in cuts.iter().chain([n].iter()) {
-                    counts.push(c - prev);
-                    prev = c;
-                }
-                db.board(&counts).unwrap()
-            })
-            .collect();
-        let twelve = starts.iter().filter(|b| b.seeds() == 12).count();
-        let unstored = starts.iter().filter(|b| !b.is_stored()).count();
-        assert!(twelve > 500 && unstored > 20, "{twelve} {unstored}");
-        let t0 = std::time::Instant::now();
-        let reference = Reference::solve(rules, &starts, 20_000_000).unwrap();
-        eprintln!(
-            "{rules}: {} reachable, solved in {:.1} s",
-            reference.len(),
-            t0.elapsed().as_secs_f64()
-        );
-        assert!(reference.max_sweeps > 10, "{}", reference.max_sweeps);
-        for b in &starts {
-            let want = reference.value(b).unwrap();
-            assert_eq!(db.probe(b).unwrap(), want, "{rules} {b}");
-        }
-        let all: Vec<(Board, i8)> = reference.iter().map(|(b, v)| (*b, v)).collect();
-        all.par_iter().for_each(|(b, want)| {
-            assert_eq!(db.probe(b).unwrap(), *want, "{rules} {b} (reached)");
-        });
-        let nonzero = all.iter().filter(|x| x.1 != 0).count();
-        assert!(
-            reference.len() > 100_000 && nonzero * 3 > reference.len(),
-            "{}",
-            reference.len()
-        );
-    }
 }

@@ -56,6 +56,15 @@ pub struct BuildOptions {
     pub command: Option<String>,
 }
 
+impl Default for BuildOptions {
+    /// The database `awari build --max-seeds 16` makes (the README's first command):
+    /// levels `0..=16` of Awari, 6 pits per side, under `db`, with [`BuildOptions::new`]'s
+    /// defaults; change what differs with the methods (the type is `#[non_exhaustive]`).
+    fn default() -> BuildOptions {
+        BuildOptions::new(Path::new("db"), Rules::Awari, 6, 16)
+    }
+}
+
 impl BuildOptions {
     /// Levels `0..=max_seeds` of `rules` with `pits` pits per side under `root`, with the
     /// defaults: keep complete levels, check memory and disk, no progress bars, spill
@@ -202,6 +211,22 @@ mod tests {
         assert_eq!(o.command.as_deref(), Some("awari build (test)"));
         let o = o.state(None).lower(None);
         assert_eq!((o.state, o.lower), (None, None));
+    }
+
+    /// The default is the README's first build (struct update syntax works inside the crate).
+    #[test]
+    fn the_default_is_the_readme_build() {
+        let o = BuildOptions {
+            max_seeds: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            (o.root.as_path(), o.rules, o.pits, o.max_seeds),
+            (Path::new("db"), Rules::Awari, 6, 8)
+        );
+        assert!(!o.force && o.check && !o.pack && o.spill_from == SPILL_FROM);
+        assert_eq!((o.state, o.lower, o.ranks_here), (None, None, 1));
+        assert_eq!(BuildOptions::default().max_seeds, 16);
     }
 
     #[test]
