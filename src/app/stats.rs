@@ -180,7 +180,7 @@ impl LevelStats {
     }
 }
 
-/// Lower the levels of one database and counts each: `levels`, or by default every level
+/// Reads the levels of one database and counts each: `levels`, or by default every level
 /// from 0 up to the first missing one. Every level's checksum is checked first (a packed
 /// level is decompressed whole, every block checked), so the numbers are those of an
 /// intact file. `report` is called after each level. Runs on the current rayon pool.

@@ -130,7 +130,7 @@ impl LevelSource {
         }
     }
 
-    /// Lower block `b` of the packed level `l` from the file into `src` and decompresses
+    /// Reads block `b` of the packed level `l` from the file into `src` and decompresses
     /// it into `out` (as long as the block): a file that cannot be read is the outer error,
     /// a damaged block the inner one.
     fn read_block(
@@ -166,7 +166,7 @@ impl LevelSource {
         }
     }
 
-    /// Lower the whole level into `out` (as long as the level), in pieces read in
+    /// Reads the whole level into `out` (as long as the level), in pieces read in
     /// parallel, and returns what is wrong with it: the damaged blocks of a packed level
     /// (read as zeros), else a payload checksum that differs from the header's; `None`
     /// if nothing is.

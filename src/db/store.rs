@@ -252,7 +252,7 @@ impl LevelStack {
         self.levels.is_empty()
     }
 
-    /// Lower the levels below `n` not held yet, every checksum checked (the raw file of a
+    /// Reads the levels below `n` not held yet, every checksum checked (the raw file of a
     /// level if present, else its pack).
     pub fn load_below(&mut self, n: usize) -> Result<()> {
         while self.levels.len() < n {
