@@ -361,6 +361,7 @@ fn block_seeds(cells: &[AtomicU8; BLOCK], t: i8) -> (u64, u64) {
 mod tests {
     use super::*;
     use crate::game::scan::NO_EXIT as SCAN_NO_EXIT;
+    use crate::solve::level::state::block_scans_agree;
 
     /// Every byte is read as the right thing: the exits and values of a level of at most
     /// [`COMPACT_MAX_SEEDS`] seeds, settled or not, and the no-exit counts, never taken for
@@ -409,36 +410,19 @@ mod tests {
     /// drawn bytes: exits -9..=9, settled values, no exit and its counts.
     #[test]
     fn block_scan_finds_the_seeds_of_the_byte_loop() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let (mut won, mut lost) = (0u32, 0u32);
-        for round in 0..4000 {
-            let bytes: Vec<u8> = (0..BLOCK)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let r = (x >> 32) as u8;
-                    let small = ((r >> 3) % 19) as i8 - 9;
-                    match r % 8 {
-                        0 => (NO_EXIT + (r >> 4) as i8 % 3) as u8,
-                        1 if small != 0 => code(small) as u8,
-                        _ => small as u8,
-                    }
-                })
-                .collect();
-            let cells: Vec<AtomicU8> = bytes.iter().map(|&b| AtomicU8::new(b)).collect();
-            let block: &[AtomicU8; BLOCK] = cells.as_slice().try_into().unwrap();
-            let t = (round % 9 + 1) as i8;
-            let expect = byte_seeds(&cells, t);
-            assert_eq!(
-                block_seeds(block, t),
-                expect,
-                "threshold {t}, bytes {bytes:?}"
-            );
-            assert_eq!(Compact::seeds(&cells, t), expect);
-            won += expect.1.count_ones();
-            lost += (expect.0 & !expect.1).count_ones();
-        }
+        let (won, lost) = block_scans_agree::<Compact>(
+            BLOCK,
+            |_, r| {
+                let small = ((r >> 3) % 19) as i8 - 9;
+                match r % 8 {
+                    0 => (NO_EXIT + (r >> 4) as i8 % 3) as u8,
+                    1 if small != 0 => code(small) as u8,
+                    _ => small as u8,
+                }
+            },
+            |cells, t| block_seeds(cells.try_into().unwrap(), t),
+            byte_seeds,
+        );
         assert!(
             won > 1_000 && lost > 1_000,
             "{won} won and {lost} lost seeds drawn"

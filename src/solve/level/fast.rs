@@ -222,50 +222,25 @@ fn block_seeds(cells: &[AtomicU8; 2 * BLOCK], t: i8) -> (u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A xorshift generator: the same draws on every run.
-    fn draws(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
+    use crate::solve::level::state::{block_scans_agree, draws};
 
     /// The vector scan of a block finds the seeds of the byte loop, at thresholds 1..=9, on
     /// drawn cells: counts 0..=2, or 0..=3 with the settled bit; values -9..=8 and no exit.
     #[test]
     fn block_scan_finds_the_seeds_of_the_byte_loop() {
-        let mut next = draws(0x2545_f491_4f6c_dd1d);
-        let (mut won, mut lost) = (0u32, 0u32);
-        for round in 0..4000 {
-            let bytes: Vec<u8> = (0..2 * BLOCK)
-                .map(|k| {
-                    // Counts: small, or settled; values: small of either sign, or no exit.
-                    let r = (next() >> 32) as u8;
-                    match (k % 2, r % 8) {
-                        (0, 0) => SETTLED | (r >> 4) & 3,
-                        (0, _) => (r >> 4) % 3,
-                        (1, 0) => NO_EXIT as u8,
-                        (1, _) => ((r >> 3) % 9) as i8 as u8 ^ if r & 4 != 0 { 0xff } else { 0 },
-                        _ => unreachable!(),
-                    }
-                })
-                .collect();
-            let cells: Vec<AtomicU8> = bytes.iter().map(|&b| AtomicU8::new(b)).collect();
-            let block: &[AtomicU8; 2 * BLOCK] = cells.as_slice().try_into().unwrap();
-            let t = (round % 9 + 1) as i8;
-            let expect = pair_seeds(&cells, t);
-            assert_eq!(
-                block_seeds(block, t),
-                expect,
-                "threshold {t}, cells {bytes:?}"
-            );
-            assert_eq!(Fast::seeds(&cells, t), expect);
-            won += expect.1.count_ones();
-            lost += (expect.0 & !expect.1).count_ones();
-        }
+        let (won, lost) = block_scans_agree::<Fast>(
+            2 * BLOCK,
+            // Counts: small, or settled; values: small of either sign, or no exit.
+            |k, r| match (k % 2, r % 8) {
+                (0, 0) => SETTLED | (r >> 4) & 3,
+                (0, _) => (r >> 4) % 3,
+                (1, 0) => NO_EXIT as u8,
+                (1, _) => ((r >> 3) % 9) as i8 as u8 ^ if r & 4 != 0 { 0xff } else { 0 },
+                _ => unreachable!(),
+            },
+            |cells, t| block_seeds(cells.try_into().unwrap(), t),
+            pair_seeds,
+        );
         // The cells are drawn so that seeds of both kinds are common.
         assert!(
             won > 2_000 && lost > 2_000,

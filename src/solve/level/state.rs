@@ -311,3 +311,40 @@ pub(crate) fn load16(cells: &[AtomicU8]) -> std::arch::x86_64::__m128i {
     }
     v
 }
+
+/// A xorshift generator for the encodings' tests: the same draws on every run.
+#[cfg(test)]
+pub(super) fn draws(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// For the encodings' tests: 4,000 blocks of `len` bytes, byte `k` drawn by `draw(k, r)`
+/// from a random byte `r` (the same draws on every run), each scanned at a threshold of
+/// 1..=9 by `vector` (the scan of a whole block) and by `bytes` (the byte loop), which
+/// must agree, as must [`Encoding::seeds`]. Returns the won and the lost seeds found.
+#[cfg(test)]
+pub(super) fn block_scans_agree<E: Encoding>(
+    len: usize,
+    mut draw: impl FnMut(usize, u8) -> u8,
+    vector: impl Fn(&[AtomicU8], i8) -> (u64, u64),
+    bytes: impl Fn(&[AtomicU8], i8) -> (u64, u64),
+) -> (u32, u32) {
+    let mut next = draws(0x2545_f491_4f6c_dd1d);
+    let (mut won, mut lost) = (0u32, 0u32);
+    for round in 0..4000 {
+        let drawn: Vec<u8> = (0..len).map(|k| draw(k, (next() >> 32) as u8)).collect();
+        let cells: Vec<AtomicU8> = drawn.iter().map(|&b| AtomicU8::new(b)).collect();
+        let t = (round % 9 + 1) as i8;
+        let expect = bytes(&cells, t);
+        assert_eq!(vector(&cells, t), expect, "threshold {t}, bytes {drawn:?}");
+        assert_eq!(E::seeds(&cells, t), expect);
+        won += expect.1.count_ones();
+        lost += (expect.0 & !expect.1).count_ones();
+    }
+    (won, lost)
+}
