@@ -43,6 +43,23 @@ pub enum Exits {
     },
 }
 
+impl Exits {
+    /// What the moves of `board` come to once counted: `stay` moves that stay in the level
+    /// if any move is `legal`; else every move would leave the opponent no seeds, which
+    /// Awari plays (each worth `n`) and Oware forbids (the mover takes the board).
+    #[inline(always)]
+    fn of_moves(board: &Board, rules: Rules, legal: bool, stay: u8) -> Exits {
+        if legal {
+            Exits::Moves { stay }
+        } else {
+            match rules {
+                Rules::Awari => Exits::AllEnd,
+                Rules::Oware => Exits::Terminal(board.seeds() as i8),
+            }
+        }
+    }
+}
+
 /// The moves of `board` as the solver's forward pass sees them, the same as
 /// [`legal_moves`](super::legal_moves) without building a child for moves that stay in
 /// the level: calls `capture(captured, child)` for each legal capturing move and counts
@@ -85,14 +102,7 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
             stay += 1;
         }
     }
-    if legal {
-        Exits::Moves { stay }
-    } else {
-        match rules {
-            Rules::Awari => Exits::AllEnd,
-            Rules::Oware => Exits::Terminal(board.seeds() as i8),
-        }
-    }
+    Exits::of_moves(board, rules, legal, stay)
 }
 
 /// [`for_each_exit`] without the captures: what a position's own moves say before any
@@ -135,14 +145,7 @@ pub fn exits(board: &Board, rules: Rules) -> Exits {
             stay += (captured == 0) as u8;
         }
     }
-    if legal {
-        Exits::Moves { stay }
-    } else {
-        match rules {
-            Rules::Awari => Exits::AllEnd,
-            Rules::Oware => Exits::Terminal(board.seeds() as i8),
-        }
-    }
+    Exits::of_moves(board, rules, legal, stay)
 }
 
 /// Calls `f(pit, child)` with the child of every legal move of `board` from pit `from` on
