@@ -217,6 +217,25 @@ pub fn way(ask: &Ask, fit: &Fit) -> Way {
     Way { state, lower }
 }
 
+/// How a rank builds its slice of `positions` positions of level `seeds`, given `free`
+/// bytes of its share of the node's memory ([`way`] asked for nothing but the stream):
+/// over ranks the lower levels are read as streams, with the fast state where the slice
+/// holds it, else the compact one (DESIGN.md section 5.4). The plan and the ranks' vote
+/// both ask this.
+pub(crate) fn slice_way(seeds: usize, positions: u64, free: Option<u64>) -> Way {
+    let ask = Ask {
+        lower: Some(Lower::Stream),
+        ..Ask::default()
+    };
+    let fit = Fit {
+        seeds,
+        positions,
+        lower_bytes: 0,
+        free,
+    };
+    way(&ask, &fit)
+}
+
 /// A build rate measured on one level.
 #[derive(Clone, Copy, Debug)]
 pub struct Rate {
@@ -258,17 +277,7 @@ pub fn plan(
             // with the fast state where a node holds it and the buffers, else the compact
             // one (DESIGN.md section 5.4).
             let chosen = if ranks > 1 {
-                let ask = Ask {
-                    lower: Some(Lower::Stream),
-                    ..Ask::default()
-                };
-                let fit = Fit {
-                    seeds: n,
-                    positions: slice,
-                    lower_bytes: 0,
-                    free: Some(machine.memory.saturating_sub(buffers)),
-                };
-                way(&ask, &fit)
+                slice_way(n, slice, Some(machine.memory.saturating_sub(buffers)))
             } else {
                 let fit = Fit {
                     seeds: n,

@@ -5,9 +5,9 @@ use crate::db::layout::{build_command, db_dir, slice, Expect};
 use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
 use crate::error::Error;
-use crate::solve::level::{Lower, StateKind};
+use crate::solve::level::StateKind;
 use crate::solve::options::BuildOptions;
-use crate::solve::plan::{check_slice_fits, way, Ask, Fit};
+use crate::solve::plan::{check_slice_fits, slice_way};
 use crate::solve::ranks::message;
 use crate::solve::ranks::{solve_slice, Comm, LowerSlices};
 use crate::util::memory_available;
@@ -143,17 +143,8 @@ pub fn build_slices<M: Comm>(
                     // The single process's choice for this rank's slice and share of the
                     // node's memory; every rank votes, so that all use the same state.
                     None => {
-                        let ask = Ask {
-                            lower: Some(Lower::Stream),
-                            ..Ask::default()
-                        };
-                        let fit = Fit {
-                            seeds: n,
-                            positions: held,
-                            lower_bytes: 0,
-                            free: memory_available().map(|m| m / opts.ranks_here.max(1) as u64),
-                        };
-                        let mine = way(&ask, &fit).state;
+                        let share = memory_available().map(|m| m / opts.ranks_here.max(1) as u64);
+                        let mine = slice_way(n, held, share).state;
                         if comm.sum((mine == StateKind::Compact) as u64) > 0 {
                             StateKind::Compact
                         } else {
