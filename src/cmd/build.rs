@@ -33,7 +33,9 @@ pub struct BuildArgs {
     /// chosen by itself when more than one rank runs): each rank solves and keeps one
     /// slice of every level in its folder (`--dir` may hold `{rank}`) with `--threads`
     /// threads (default: the node's cores divided by its ranks); `awari gather` then
-    /// assembles the level files. Needs the `mpi` feature.
+    /// assembles the level files. `--force` and `--state` work over ranks; `--pack`,
+    /// `--lower random` and `--spill-from` are refused (slices are raw, and read as
+    /// streams). Needs the `mpi` feature.
     #[arg(long)]
     distributed: bool,
     /// Levels whose solver state, read at random, takes at least this many MiB write it
