@@ -7,6 +7,7 @@ mod common;
 mod api;
 #[cfg(feature = "browser")]
 mod browser;
+mod checkpoints;
 mod cli;
 mod crosscheck;
 mod docs;

@@ -50,11 +50,49 @@ pub struct BuildArgs {
     /// How a level reads the levels below. The files are the same.
     #[arg(long, value_name = "HOW", value_enum, default_value_t = LowerArg::Auto)]
     lower: LowerArg,
+    /// Save a level's solver state beside it after its forward pass and then between
+    /// thresholds, at most this often (`30s`, `15m`, `1h`; `off`: never), so that a
+    /// stopped build, run again, resumes inside the level where it stopped. A checkpoint
+    /// takes the state's size on disk (up to 2.1 bytes a position) and is removed once the
+    /// level is written.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_every)]
+    checkpoint_every: Every,
     /// Write each level packed (`level-NNN.awp`, zstd blocks of the values, about half the
     /// raw size; checked block by block once written) instead of raw: a build of many
     /// levels then needs about half the disk. Lower levels are read from their packs.
     #[arg(long)]
     pack: bool,
+}
+
+/// `--checkpoint-every`: an interval, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Every(Option<std::time::Duration>);
+
+/// The longest `--checkpoint-every` taken: a week.
+const EVERY_MAX: u64 = 7 * 24 * 3600;
+
+/// Parses `--checkpoint-every`: a whole number of seconds, minutes or hours (`30s`,
+/// `15m`, `1h`), or `off`.
+fn parse_every(s: &str) -> Result<Every, String> {
+    if s == "off" {
+        return Ok(Every(None));
+    }
+    let unit = |c: char| match c {
+        's' => Some(1),
+        'm' => Some(60),
+        'h' => Some(3600),
+        _ => None,
+    };
+    let wrong = || format!("`{s}` is not a duration: write 30s, 15m, 1h or off");
+    let last = s.chars().last().ok_or_else(wrong)?;
+    let per = unit(last).ok_or_else(wrong)?;
+    let count: u64 = s[..s.len() - 1].parse().map_err(|_| wrong())?;
+    match count.checked_mul(per) {
+        Some(secs) if secs <= EVERY_MAX => Ok(Every(Some(std::time::Duration::from_secs(secs)))),
+        _ => Err(format!(
+            "`{s}` is longer than a week (168h); use off for no checkpoints"
+        )),
+    }
 }
 
 /// `--state`.
@@ -105,6 +143,22 @@ impl LowerArg {
     }
 }
 
+/// The report's last column: the state and the reading of the lower levels, and whether
+/// the level resumed from a checkpoint or wrote any.
+fn way_said(r: &LevelReport) -> String {
+    let Some(way) = r.way else {
+        return "-".into();
+    };
+    let mut said = match r.resumed {
+        Some(t) => format!("{}, resumed at threshold {t}", way.state.name()),
+        None => way.to_string(),
+    };
+    if r.checkpoints > 0 {
+        said += &format!(", {} checkpoint(s)", r.checkpoints);
+    }
+    said
+}
+
 /// The ranks of the MPI job this process was started in by `mpirun`, if it says (Open
 /// MPI and MPICH set these).
 fn mpi_ranks() -> Option<usize> {
@@ -126,6 +180,7 @@ fn options(args: &BuildArgs) -> BuildOptions {
         .state(args.state.kind())
         .lower(args.lower.lower())
         .pack(args.pack)
+        .checkpoint_every(args.checkpoint_every.0)
 }
 
 /// The flag of `args` that a build over ranks does not do yet, as the user wrote it:
@@ -222,7 +277,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             pct(s.won),
             pct(s.drawn),
             pct(s.lost),
-            r.way.map_or("-".into(), |w| w.to_string())
+            way_said(r)
         );
     };
     let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));
@@ -408,6 +463,30 @@ mod tests {
     }
 
     #[test]
+    fn checkpoint_intervals_parse() {
+        let secs = |s: u64| Ok(Every(Some(std::time::Duration::from_secs(s))));
+        assert_eq!(parse_every("30s"), secs(30));
+        assert_eq!(parse_every("15m"), secs(900));
+        assert_eq!(parse_every("1h"), secs(3600));
+        assert_eq!(parse_every("0s"), secs(0));
+        assert_eq!(parse_every("168h"), secs(EVERY_MAX));
+        assert_eq!(parse_every("off"), Ok(Every(None)));
+        for bad in [
+            "", "15", "m", "-1m", "1.5h", "1d", "15 m", "nan", "inf", "169h",
+        ] {
+            assert!(parse_every(bad).is_err(), "{bad}");
+        }
+        assert!(parse_every("99999999999999999999h").is_err());
+        let o = options(&args(&["--checkpoint-every", "off"]));
+        assert_eq!(o.checkpoint_every, None);
+        let o = options(&args(&["--checkpoint-every", "2m"]));
+        assert_eq!(
+            o.checkpoint_every,
+            Some(std::time::Duration::from_secs(120))
+        );
+    }
+
+    #[test]
     fn flags_become_the_library_options() {
         let o = options(&args(&[]));
         assert_eq!((o.max_seeds, o.pits, o.rules), (20, 6, awari::Rules::Awari));
@@ -431,6 +510,7 @@ mod tests {
             (Some(StateKind::Compact), Some(Lower::Random))
         );
         assert_eq!(o.spill_from, 3 << 20);
+        assert_eq!(o.checkpoint_every, Some(awari::expert::CHECKPOINT_EVERY));
         assert!(Cli::try_parse_from(["awari", "--max-seeds", "2", "--state", "small"]).is_err());
     }
 }
