@@ -377,7 +377,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
                 group(r.bytes_sent),
                 r.peak_rss
                     .map_or("?".to_string(), awari::expert::figures::bytes),
-                r.state.map_or("-", StateKind::name)
+                slice_said(r)
             );
         }
     };
@@ -405,6 +405,20 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
             comm.abort(1)
         }
     }
+}
+
+/// The last column of a rank's report: the state, and whether the level resumed from the
+/// ranks' checkpoints or wrote any.
+#[cfg(feature = "mpi")]
+fn slice_said(r: &awari::expert::ranks::SliceReport) -> String {
+    let mut said = r.state.map_or("-", StateKind::name).to_string();
+    if let Some(t) = r.resumed {
+        said += &format!(", resumed at threshold {t}");
+    }
+    if r.checkpoints > 0 {
+        said += &format!(", {} checkpoint(s)", r.checkpoints);
+    }
+    said
 }
 
 /// What a rank says when `mpirun` ends the job under it (it sends SIGTERM to the ranks
