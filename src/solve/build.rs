@@ -17,7 +17,7 @@ use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
-use crate::db::raw::{Check, LevelWriter};
+use crate::db::raw::{Check, LevelWriter, PAYLOAD_OFFSET};
 use crate::db::source::{LevelSource, LowerSources};
 use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
@@ -33,7 +33,9 @@ use crate::solve::level::{
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
-use crate::util::{clock_utc, memory_available, peak_rss, HugeBuf, LevelBar};
+use crate::util::{
+    bytes, clock_utc, disk_available, memory_available, peak_rss, HugeBuf, LevelBar,
+};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -507,6 +509,19 @@ impl Level<'_> {
                 _ => return,
             }
             let next = stage.next as u8;
+            // The level's file must still fit after it: a checkpoint is a safety net, not
+            // worth the level.
+            let size = self.index.level_size(n);
+            let need = E::KIND.bytes(size) + PAYLOAD_OFFSET as u64 + size;
+            if let Some(free) = disk_available(self.dir).filter(|&f| f < need) {
+                warn(&format!(
+                    "level {n}: checkpoint skipped: it and the level need {}, {} is free",
+                    bytes(need),
+                    bytes(free)
+                ));
+                last = Instant::now();
+                return;
+            }
             let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
             let head = CheckpointHeader {
                 present,
