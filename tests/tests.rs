@@ -10,6 +10,7 @@ mod browser;
 mod cli;
 mod crosscheck;
 mod docs;
+mod edges;
 mod golden;
 mod layers;
 #[cfg(feature = "mpi")]

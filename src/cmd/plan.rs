@@ -10,37 +10,40 @@ use clap::Args;
 use awari::expert::figures::group;
 use awari::expert::figures::{bytes, disk_available, memory_total};
 use awari::expert::pack::{survey, LevelInfo};
-use awari::expert::Index;
+use awari::expert::{Index, MAX_PITS, MAX_SEEDS, MAX_THREADS};
 use awari::plan::{plan, LevelPlan, Machine, Rate, DEFAULT_PACK_RATIO, RATE_FALL};
 use awari::{build, BuildOptions, Rules};
 
-use super::RootArg;
+use super::{real, whole, RootArg};
+
+/// The most nodes `--nodes` takes, and the most that the advice on node counts tries.
+const MAX_NODES: usize = 1_000_000;
 
 /// What levels 0..=N need per node (solver memory, disk raw and packed) and how long
 /// they should take, from rates measured on this machine; which levels do not fit, and
 /// what would.
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Highest level to plan.
-    #[arg(long)]
+    /// Highest level to plan, 0..=127.
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: usize,
-    /// Pits per side (2..=8).
-    #[arg(long, default_value_t = 6)]
+    /// Pits per side, 2..=8.
+    #[arg(long, default_value_t = 6, value_parser = whole::<usize>(2, MAX_PITS as u64))]
     pits: usize,
     /// Rule set (the sizes do not depend on it; the measured rate does a little).
     #[arg(long, default_value = "awari")]
     rules: Rules,
-    /// Nodes, one rank each (default: 1, this machine).
-    #[arg(long, default_value_t = 1)]
+    /// Nodes, one rank each, 1..=1000000 (default: 1, this machine).
+    #[arg(long, default_value_t = 1, value_parser = whole::<usize>(1, MAX_NODES as u64))]
     nodes: usize,
-    /// Memory per node in GB (default: this machine's).
-    #[arg(long, value_name = "GB")]
+    /// Memory per node in GB, 0.01..=1000000 (default: this machine's).
+    #[arg(long, value_name = "GB", value_parser = real(0.01, 1e6))]
     memory_per_node: Option<f64>,
-    /// Cores per node (default: this machine's).
-    #[arg(long)]
+    /// Cores per node, 1..=1024 (default: this machine's).
+    #[arg(long, value_parser = whole::<usize>(1, MAX_THREADS as u64))]
     cores_per_node: Option<usize>,
-    /// Disk per node in GB (default: what is free under --dir).
-    #[arg(long, value_name = "GB")]
+    /// Disk per node in GB, 0.01..=1000000000 (default: what is free under --dir).
+    #[arg(long, value_name = "GB", value_parser = real(0.01, 1e9))]
     disk_per_node: Option<f64>,
     /// Where the database goes: its free disk, and the pack ratio of levels packed there.
     #[command(flatten)]
@@ -69,12 +72,12 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         disk: args
             .disk_per_node
             .map(gb)
-            .or_else(|| disk_available(&args.root.dir))
+            .or_else(|| disk_available(args.root.root()))
             .context("no free disk figure for --dir; give --disk-per-node")?,
     };
-    let db_dir = awari::expert::db_dir(&args.root.dir, args.rules, args.pits);
+    let db_dir = awari::expert::db_dir(args.root.root(), args.rules, args.pits);
     // The levels of this database already on disk (the raw file of a level if both are).
-    let found: Vec<LevelInfo> = survey(&args.root.dir, false)
+    let found: Vec<LevelInfo> = survey(args.root.root(), false)
         .unwrap_or_default()
         .into_iter()
         .filter(|l| l.rules == args.rules && l.pits == args.pits && l.problem.is_none())

@@ -38,7 +38,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         json,
         stdin,
     } = args;
-    let database = Database::open(db.dir(), db.rules, db.pits)?;
+    let database = Database::open(db.dir(), db.rules(), db.pits())?;
     if stdin {
         let input = std::io::stdin().lock();
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -3,15 +3,16 @@
 use clap::Args;
 
 use super::pack::each_level;
-use super::{DbArgs, Threads};
+use super::{whole, DbArgs, Threads};
+use awari::expert::MAX_SEEDS;
 
 /// Restore raw levels from packed files, byte for byte.
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// The level to unpack.
-    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    /// The level to unpack, 0..=127.
+    #[arg(long, required_unless_present = "all", conflicts_with = "all", value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     level: Option<usize>,
     /// Unpack every packed level of the database.
     #[arg(long)]
