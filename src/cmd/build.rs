@@ -9,7 +9,7 @@ use awari::expert::figures::group;
 use awari::expert::{Index, MAX_SEEDS};
 use awari::{build, BuildOptions, LevelReport, Lower, StateKind};
 
-use super::{whole, DbArgs, Threads};
+use super::{interrupt, make_dir, whole, DbArgs, Threads};
 
 /// Build levels 0..=N (skips levels already complete and valid, so an interrupted build
 /// resumes).
@@ -168,6 +168,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     Index::new(db.pits(), max_seeds)?;
     let (pool, threads) = threads.pool()?;
     let dir = db.db_dir();
+    make_dir(&dir)?;
     // A build that cannot finish is not started (build checks again, level by level).
     if !no_check {
         awari::plan::check_build_fits(
@@ -184,6 +185,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         db.pits(),
         dir.display()
     );
+    interrupt::install();
     let started = std::time::Instant::now();
     println!(
         "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
@@ -199,6 +201,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         "lost%"
     );
     let print = |r: &LevelReport| {
+        interrupt::finished(r.seeds);
         let s = &r.stats;
         let pct = |x: u64| 100.0 * x as f64 / s.positions.max(1) as f64;
         let (secs, fwd, bwd, rate) = if r.skipped {
@@ -234,12 +237,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     let reports = match reports {
         // Another build's folder: this one never started.
         Err(e @ awari::Error::Busy { .. }) => return Err(e.into()),
-        r => r.with_context(|| {
-            format!(
-                "build stopped; finished levels in {} stay valid",
-                dir.display()
-            )
-        })?,
+        r => r.with_context(|| interrupt::stopped(&dir))?,
     };
     let built: Vec<_> = reports.iter().filter(|r| !r.skipped).collect();
     let positions: u64 = built.iter().map(|r| r.stats.positions).sum();

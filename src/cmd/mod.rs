@@ -9,6 +9,7 @@ pub mod export;
 pub mod gather;
 pub mod import;
 pub mod info;
+pub mod interrupt;
 pub mod pack;
 pub mod plan;
 pub mod play;
@@ -218,6 +219,20 @@ pub fn levels_range(levels: Option<&str>) -> anyhow::Result<Option<RangeInclusiv
         .map(awari::expert::parse_levels)
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Makes the folder `dir` (and those above it) that a command writes into, or says why it
+/// cannot: a file in the way, or the system's refusal (before the disk is measured, so
+/// that a folder that cannot be made is not blamed on a full disk).
+pub fn make_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(file) = dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
+        anyhow::bail!(
+            "{} is a file, not a folder: --dir names the folder of the databases",
+            file.display()
+        );
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot make the folder {}: {e}", dir.display()))
 }
 
 /// File formats of other programs (`export --format`, `import --format`).
