@@ -15,11 +15,13 @@ use super::{whole, DbArgs, Threads};
 /// Compress levels into packed files (independent zstd blocks with a block index and a
 /// checksum per block) that query, verify and build read directly.
 #[derive(Args, Debug)]
+// One of --level and --all, and clap names both when neither is given.
+#[group(id = "which", required = true, multiple = false, args = ["level", "all"])]
 pub struct PackArgs {
     #[command(flatten)]
     db: DbArgs,
     /// The level to pack, 0..=127.
-    #[arg(long, required_unless_present = "all", conflicts_with = "all", value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     level: Option<usize>,
     /// Pack every raw level of the database.
     #[arg(long)]

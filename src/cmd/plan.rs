@@ -158,7 +158,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         bytes(last.packed_so_far),
         duration(seconds)
     );
-    advise(&levels, &machine);
+    advise(&levels, &machine, |m| {
+        plan(&index, args.max_seeds, m, ratio, None)
+    });
     Ok(())
 }
 
@@ -182,8 +184,11 @@ fn fits(l: &LevelPlan, m: &Machine) -> &'static str {
     }
 }
 
-/// What would make the levels that do not fit fit.
-fn advise(levels: &[LevelPlan], m: &Machine) {
+/// What would make the levels that do not fit fit. The advice is a fixed point: `plan_on`
+/// plans the same levels on another machine, and the node count and the memory advised
+/// are ones that plan says fit, so that running plan again with them says every level
+/// fits.
+fn advise(levels: &[LevelPlan], m: &Machine, plan_on: impl Fn(&Machine) -> Vec<LevelPlan>) {
     let Some(big) = levels.iter().find(|l| !l.fits_memory(m)) else {
         if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
             println!(
@@ -196,21 +201,47 @@ fn advise(levels: &[LevelPlan], m: &Machine) {
         }
         return;
     };
-    let top = levels.iter().max_by_key(|l| l.positions).expect("a level");
-    // What the ranks hold together, state and lower slices: spread over more nodes.
-    let total = top.memory() * m.nodes as u64;
-    let nodes = total.div_ceil(m.memory);
+    let fits = |nodes: usize| {
+        plan_on(&Machine { nodes, ..*m })
+            .iter()
+            .all(|l| l.fits_memory(m))
+    };
+    // More nodes, smaller slices: the least that fits, by doubling then halving.
+    let (mut lo, mut hi) = (m.nodes, m.nodes.saturating_mul(2).min(MAX_NODES));
+    while !fits(hi) && hi < MAX_NODES {
+        lo = hi;
+        hi = hi.saturating_mul(2).min(MAX_NODES);
+    }
+    let nodes = fits(hi).then(|| {
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    });
+    // The memory that every level needs on these nodes, rounded up to what
+    // --memory-per-node takes (0.01 GB).
+    let peak = levels.iter().map(LevelPlan::memory).max().unwrap_or(0);
+    let gb = (peak as f64 / 1e7).ceil() / 100.0;
+    let on = |n: usize| format!("{n} node{}", if n == 1 { "" } else { "s" });
+    let spread = match nodes {
+        Some(n) => format!("every level fits on {} of {}", on(n), bytes(m.memory)),
+        None => format!(
+            "no number of nodes up to {MAX_NODES} of {} fits it",
+            bytes(m.memory)
+        ),
+    };
     println!(
         "memory: level {} is the first that does not fit ({} per node even with the smallest \
-         state, {} there is); level {} needs {} nodes of {} (or {} per node on {} nodes)",
+         state, {} there is); {spread}, or on {} with --memory-per-node {gb}",
         big.seeds,
         bytes(big.memory()),
         bytes(m.memory),
-        top.seeds,
-        nodes,
-        bytes(m.memory),
-        bytes(top.memory()),
-        m.nodes
+        on(m.nodes),
     );
 }
 

@@ -96,7 +96,11 @@ pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
     if let Some(p) = pits {
         command += &format!(" --pits {p}");
     }
-    command += " > data/variants.md";
+    // Only the run with the defaults makes the whole published table; another one's
+    // table is a part of it, not to be written over it.
+    if command == "cargo run --release -- variants" {
+        command += " > data/variants.md";
+    }
     eprintln!(
         "variants into {} with {threads} thread(s), budget {} positions",
         opts.root.display(),
