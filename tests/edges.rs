@@ -9,7 +9,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use awari::Rules;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::common::{build_levels, ok, BIN};
+use crate::common::{awari, awari_with_input, build_levels, ok, text, BIN};
 
 /// The edge values every number and text option is given.
 const EDGES: [&str; 7] = [
@@ -398,4 +398,332 @@ fn every_option_of_every_command_answers_edge_values_in_one_line() {
         cases.len(),
         wrong.join("\n")
     );
+}
+
+/// The one `error:` line of a run that must exit with `code`.
+fn error_line(args: &[&str], out: &Output, code: i32) -> String {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "awari {args:?}: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "awari {args:?}: {stderr}");
+    errors[0].to_string()
+}
+
+/// `out` without what the clock says: seconds (`0.04`) and rates after " in ".
+fn untimed(out: &str) -> String {
+    out.lines()
+        .map(|l| {
+            let l = l.split(" in ").next().unwrap();
+            l.split_whitespace()
+                .filter(|w| !(w.contains('.') && w.parse::<f64>().is_ok()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `awari` with `args`, words as owned strings.
+fn ok_owned(args: &[String]) -> String {
+    ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn query_stdin_exits_1_when_the_database_cannot_be_opened() {
+    let tmp = TempDir::new().unwrap();
+    let root = tmp.path().join("db");
+    build_levels(&root, Rules::Awari, 6, 8);
+    fs::write(tmp.path().join("file.txt"), "x").unwrap();
+    fs::create_dir(tmp.path().join("empty")).unwrap();
+    let input = b"1 1 1 1 1 2 4 2 3 0 0 0\n1 1 1 0 0 0 0 0 0 0 0 0\n";
+    for (dir, why) in [
+        ("missing", "no such folder"),
+        ("file.txt", "a file, not a folder"),
+        ("empty", "no such folder"),
+        ("db/awari-6/../../empty", "no such folder"),
+    ] {
+        let dir = tmp.path().join(dir);
+        let args = ["query", "--stdin", "--dir", dir.to_str().unwrap()];
+        let out = awari_with_input(&args, input);
+        let e = error_line(&args, &out, 1);
+        assert!(
+            e.contains(why) && e.contains("awari build --max-seeds N"),
+            "{e}"
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "nothing answered: {}",
+            text(&out.stdout)
+        );
+    }
+    // A database folder without level files is no database either.
+    let bare = tmp.path().join("bare/awari-6");
+    fs::create_dir_all(&bare).unwrap();
+    let args = ["query", "--stdin", "--dir", bare.to_str().unwrap()];
+    let e = error_line(&args, &awari_with_input(&args, input), 1);
+    assert!(e.contains("no level files"), "{e}");
+    // Only some positions out of reach: answered line by line, exit 0.
+    let args = ["query", "--stdin", "--dir", root.to_str().unwrap()];
+    let out = awari_with_input(&args, input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines[0]["error"].as_str().unwrap().contains("level 16"));
+    assert_eq!(lines[1]["value"], 3);
+}
+
+#[test]
+fn every_command_takes_the_database_folder_itself_as_dir() {
+    let tmp = TempDir::new().unwrap();
+    let root = tmp.path().join("db");
+    build_levels(&root, Rules::Awari, 6, 8);
+    let own = root.join("awari-6");
+    let (r, o) = (root.to_str().unwrap(), own.to_str().unwrap());
+    let three = ["1", "1", "1", "0", "0", "0", "0", "0", "0", "0", "0", "0"];
+    let csv = tmp.path().join("bench.csv");
+    fs::write(&csv, BENCH_CSV).unwrap();
+    let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    let mut query = words("query --json");
+    query.extend(three.map(String::from));
+    let mut plan = words("plan --max-seeds 8 --disk-per-node 10 --rates");
+    plan.push(csv.to_str().unwrap().into());
+    for args in [
+        words("info"),
+        query,
+        words("stats --json"),
+        words("verify"),
+        plan,
+    ] {
+        let with = |dir: &str| {
+            let mut a = args.clone();
+            a.extend(["--dir".into(), dir.into()]);
+            untimed(&ok_owned(&a))
+        };
+        assert_eq!(with(r), with(o), "awari {args:?}");
+    }
+    // A level not built: named in the folder given, never in a folder inside it.
+    let sixteen = ["1", "1", "1", "1", "1", "2", "4", "2", "3", "0", "0", "0"];
+    let mut args = vec!["query", "--dir", o];
+    args.extend(sixteen);
+    let e = error_line(&args, &awari(&args), 1);
+    assert!(
+        e.contains(&format!("not built in {o};")) && !e.contains("awari-6/awari-6"),
+        "{e}"
+    );
+    // A build into the folder itself adds to it, nests nothing; the name says the rules.
+    ok(&["build", "--max-seeds", "9", "--dir", o]);
+    assert!(own.join("level-009.awl").exists() && !own.join("awari-6").exists());
+    let oware = root.join("oware-6");
+    ok(&[
+        "build",
+        "--max-seeds",
+        "3",
+        "--dir",
+        oware.to_str().unwrap(),
+    ]);
+    assert!(oware.join("level-003.awl").exists() && !oware.join("awari-6").exists());
+    let mut args = vec!["query", "--json", "--dir", oware.to_str().unwrap()];
+    args.extend(three);
+    let q: Value = serde_json::from_str(&ok(&args)).unwrap();
+    assert_eq!(q["rules"], "oware");
+    // info of the folder lists that database alone; of the root, both.
+    let of = |dir: &str| ok(&["info", "--dir", dir]);
+    assert!(of(o).contains("total: 10 level files"), "{}", of(o));
+    assert!(of(r).contains("total: 14 level files"), "{}", of(r));
+}
+
+/// A bench CSV of one level: the rate plan takes.
+const BENCH_CSV: &str = "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n\
+    20,84672315,1,40.0,10.0,30.0,2116808,100000000\n";
+
+#[test]
+fn build_names_a_file_in_the_way_and_a_folder_it_cannot_make() {
+    let tmp = TempDir::new().unwrap();
+    let file = tmp.path().join("file.txt");
+    fs::write(&file, "x").unwrap();
+    for dir in [file.clone(), file.join("sub")] {
+        let args = ["build", "--max-seeds", "3", "--dir", dir.to_str().unwrap()];
+        let e = error_line(&args, &awari(&args), 1);
+        assert_eq!(
+            e,
+            format!(
+                "error: {} is a file, not a folder: --dir names the folder of the databases",
+                file.display()
+            )
+        );
+    }
+    // /proc takes no new folder, whoever asks.
+    #[cfg(target_os = "linux")]
+    {
+        let args = ["build", "--max-seeds", "3", "--dir", "/proc/awari-edges"];
+        let e = error_line(&args, &awari(&args), 1);
+        assert!(
+            e.starts_with("error: cannot make the folder /proc/awari-edges/awari-6: ")
+                && !e.contains("free"),
+            "{e}"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_build_says_what_it_keeps() {
+    let tmp = TempDir::new().unwrap();
+    let root = tmp.path().join("db");
+    let r = root.to_str().unwrap();
+    let args = ["build", "--max-seeds", "24", "--threads", "1", "--dir", r];
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = root.join("awari-6");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir.join("level-012.awl").exists() {
+        assert!(Instant::now() < deadline, "level 12 not built in a minute");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let e = error_line(&args, &out, 130);
+    let m: usize = e
+        .strip_prefix("error: interrupted: levels 0..=")
+        .and_then(|s| s.strip_suffix(" are finished and kept; run the same command to resume"))
+        .unwrap_or_else(|| panic!("{e}"))
+        .parse()
+        .unwrap();
+    // The level said is finished, and at most one more (written as the signal came).
+    let files = (0..=24)
+        .take_while(|n| dir.join(format!("level-{n:03}.awl")).exists())
+        .count();
+    assert!(
+        m >= 11 && (m + 1..=m + 2).contains(&files),
+        "{m} said, {files} files: {e}"
+    );
+    // The same command, to one level more, keeps them.
+    let more = (m + 1).to_string();
+    let out = ok(&["build", "--max-seeds", &more, "--threads", "1", "--dir", r]);
+    assert_eq!(out.matches(" kept ").count(), files.min(m + 2), "{out}");
+}
+
+#[test]
+fn plans_advice_is_a_fixed_point() {
+    let tmp = TempDir::new().unwrap();
+    let csv = tmp.path().join("bench.csv");
+    fs::write(&csv, BENCH_CSV).unwrap();
+    let plan = |max: &str, memory: &str, nodes: &str| {
+        let out = ok(&[
+            "plan",
+            "--max-seeds",
+            max,
+            "--memory-per-node",
+            memory,
+            "--nodes",
+            nodes,
+            "--disk-per-node",
+            "1000000",
+            "--rates",
+            csv.to_str().unwrap(),
+            "--dir",
+            tmp.path().to_str().unwrap(),
+        ]);
+        out.lines()
+            .find(|l| l.starts_with("memory: ") || *l == "every level fits")
+            .unwrap_or_else(|| panic!("no advice: {out}"))
+            .to_string()
+    };
+    let mut advised = 0;
+    for (max, memory, nodes) in [
+        ("30", "0.01", "1"),
+        ("30", "0.05", "3"),
+        ("30", "1", "1"),
+        ("36", "0.5", "2"),
+        ("48", "64", "16"),
+    ] {
+        let advice = plan(max, memory, nodes);
+        if advice == "every level fits" {
+            continue;
+        }
+        advised += 1;
+        let after = |s: &str| advice.split(s).nth(1).unwrap_or_else(|| panic!("{advice}"));
+        let n: usize = after("every level fits on ")
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let gb = after("with --memory-per-node ").trim();
+        assert_eq!(
+            plan(max, memory, &n.to_string()),
+            "every level fits",
+            "{advice}"
+        );
+        assert_eq!(plan(max, gb, nodes), "every level fits", "{advice}");
+        // The least number of nodes: one fewer does not fit.
+        if n - 1 > nodes.parse().unwrap() {
+            assert_ne!(plan(max, memory, &(n - 1).to_string()), "every level fits");
+        }
+    }
+    assert!(advised >= 4, "only {advised} plans needed advice");
+}
+
+#[test]
+fn the_small_untruths_mended() {
+    // pack and unpack name both ways of saying which levels.
+    for command in ["pack", "unpack"] {
+        let args = [command, "--dir", "no-such-db"];
+        let e = error_line(&args, &awari(&args), 2);
+        assert!(e.contains("required"), "{e}");
+        let stderr = text(&awari(&args).stderr);
+        assert!(stderr.contains("--level <LEVEL>|--all"), "{stderr}");
+    }
+    // The line names the opponent's pits as the board does: upper case.
+    let tmp = TempDir::new().unwrap();
+    let root = tmp.path().join("db");
+    build_levels(&root, Rules::Awari, 6, 6);
+    let out = ok(&[
+        "query",
+        "--line",
+        "--dir",
+        root.to_str().unwrap(),
+        "1",
+        "1",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "0",
+        "1",
+    ]);
+    let plies: Vec<&str> = out.lines().filter(|l| l.contains(" plays ")).collect();
+    assert!(plies.len() >= 2, "{out}");
+    for l in plies {
+        let pit = l.split(" plays ").nth(1).unwrap().chars().next().unwrap();
+        assert_eq!(pit.is_ascii_uppercase(), l.contains("opponent"), "{out}");
+    }
+    // A run of part of the variants does not offer to overwrite the published table.
+    let out = ok(&[
+        "variants",
+        "--pits",
+        "2",
+        "--rules",
+        "awari",
+        "--max-positions",
+        "1000",
+        "--reference-limit",
+        "1000",
+        "--dir",
+        root.to_str().unwrap(),
+    ]);
+    assert!(!out.contains("data/variants.md"), "{out}");
+    assert!(out.contains("cargo run --release -- variants --max-positions 1000 --reference-limit 1000 --rules awari --pits 2\n"), "{out}");
 }

@@ -43,21 +43,22 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         // A script learns from the exit status that nothing can be answered, rather than
         // from an error object per line.
         let dir = db.db_dir();
+        let given = &db.root.dir;
+        let (at, why) = if given.exists() && !given.is_dir() {
+            (given, "a file, not a folder")
+        } else if !dir.is_dir() {
+            (&dir, "no such folder")
+        } else {
+            (&dir, "no level files in it")
+        };
         if !dir.is_dir() || !level_exists(&dir, 0) {
-            let why = if !dir.exists() {
-                "no such folder"
-            } else if !dir.is_dir() {
-                "a file, not a folder"
-            } else {
-                "no level files in it"
-            };
             let build = build_command(db.dir(), db.rules(), db.pits(), 0)
                 .replace("--max-seeds 0", "--max-seeds N");
             bail!(
-                "no {} database of {} pits per side at {} ({why}); `{build}` builds levels 0..=N",
+                "no {} database of {} pits per side at {}: {why}; `{build}` builds levels 0..=N",
                 db.rules(),
                 db.pits(),
-                dir.display()
+                at.display()
             );
         }
         let input = std::io::stdin().lock();
