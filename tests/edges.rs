@@ -8,6 +8,7 @@
 //! `--dir` naming the database folder itself ends as the root folder does.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,7 +19,7 @@ use awari::Rules;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::common::{awari, awari_with_input, build_levels, ok, text, BIN};
+use crate::common::{awari, build_levels, ok, text, BIN};
 
 /// The edge values every number and text option is given.
 const EDGES: [&str; 7] = [
@@ -423,6 +424,20 @@ fn untimed(out: &str) -> String {
         .join("\n")
 }
 
+/// Runs `awari` with `input` on its standard input, which it may leave unread (a run
+/// refused before it reads).
+fn with_input(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
 /// Runs `awari` with `args`, words as owned strings.
 fn ok_owned(args: &[String]) -> String {
     ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
@@ -444,7 +459,7 @@ fn query_stdin_exits_1_when_the_database_cannot_be_opened() {
     ] {
         let dir = tmp.path().join(dir);
         let args = ["query", "--stdin", "--dir", dir.to_str().unwrap()];
-        let out = awari_with_input(&args, input);
+        let out = with_input(&args, input);
         let e = error_line(&args, &out, 1);
         assert!(
             e.contains(why) && e.contains("awari build --max-seeds N"),
@@ -460,11 +475,11 @@ fn query_stdin_exits_1_when_the_database_cannot_be_opened() {
     let bare = tmp.path().join("bare/awari-6");
     fs::create_dir_all(&bare).unwrap();
     let args = ["query", "--stdin", "--dir", bare.to_str().unwrap()];
-    let e = error_line(&args, &awari_with_input(&args, input), 1);
+    let e = error_line(&args, &with_input(&args, input), 1);
     assert!(e.contains("no level files"), "{e}");
     // Only some positions out of reach: answered line by line, exit 0.
     let args = ["query", "--stdin", "--dir", root.to_str().unwrap()];
-    let out = awari_with_input(&args, input);
+    let out = with_input(&args, input);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let lines: Vec<Value> = text(&out.stdout)
         .lines()
