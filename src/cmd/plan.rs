@@ -27,11 +27,17 @@ pub struct PlanArgs {
     /// Highest level to plan, 0..=127.
     #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: usize,
-    /// Pits per side, 2..=8.
-    #[arg(long, default_value_t = 6, value_parser = whole::<usize>(2, MAX_PITS as u64))]
+    /// Pits per side, 2..=8 (default: 6, or what a database folder given as --dir says).
+    #[arg(long = "pits", id = "pits", value_name = "PITS", value_parser = whole::<usize>(2, MAX_PITS as u64))]
+    given_pits: Option<usize>,
+    /// Rule set (the sizes do not depend on it; the measured rate does a little); default:
+    /// awari, or what a database folder given as --dir says.
+    #[arg(long = "rules", id = "rules", value_name = "RULES")]
+    given_rules: Option<Rules>,
+    /// The pits and rules planned: given, else from --dir's name, else 6 and awari.
+    #[arg(skip = 6usize)]
     pits: usize,
-    /// Rule set (the sizes do not depend on it; the measured rate does a little).
-    #[arg(long, default_value = "awari")]
+    #[arg(skip = Rules::Awari)]
     rules: Rules,
     /// Nodes, one rank each, 1..=1000000 (default: 1, this machine).
     #[arg(long, default_value_t = 1, value_parser = whole::<usize>(1, MAX_NODES as u64))]
@@ -54,7 +60,13 @@ pub struct PlanArgs {
     rates: Option<PathBuf>,
 }
 
-pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
+    let own = args.root.database();
+    args.pits = args.given_pits.or(own.map(|o| o.1)).unwrap_or(6);
+    args.rules = args
+        .given_rules
+        .or(own.map(|o| o.0))
+        .unwrap_or(Rules::Awari);
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
     }
