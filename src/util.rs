@@ -258,7 +258,10 @@ impl LevelBar {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "level {prefix:>3} {msg:14} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+                    // A share and times, not positions: the steps of a level are
+                    // its positions once per pass (forward and backward), and
+                    // indicatif's rate has four decimals.
+                    "level {prefix:>3} {msg:14} [{bar:30}] {percent:>3}% {elapsed} eta {eta}",
                 )
                 .expect("a valid template")
                 .progress_chars("=> "),

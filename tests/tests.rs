@@ -11,6 +11,7 @@ mod checkpoints;
 mod cli;
 mod crosscheck;
 mod docs;
+mod edges;
 mod golden;
 mod layers;
 #[cfg(feature = "mpi")]

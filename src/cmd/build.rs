@@ -6,17 +6,17 @@ use anyhow::Context;
 use clap::Args;
 
 use awari::expert::figures::group;
-use awari::expert::Index;
+use awari::expert::{Index, MAX_SEEDS};
 use awari::{build, BuildOptions, LevelReport, Lower, StateKind};
 
-use super::{DbArgs, Threads};
+use super::{interrupt, make_dir, whole, DbArgs, Threads};
 
 /// Build levels 0..=N (skips levels already complete and valid, so an interrupted build
 /// resumes).
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// Highest level (seeds on the board) to build.
-    #[arg(long)]
+    /// Highest level (seeds on the board) to build, 0..=127.
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: usize,
     #[command(flatten)]
     db: DbArgs,
@@ -40,9 +40,9 @@ pub struct BuildArgs {
     distributed: bool,
     /// Levels whose solver state, read at random, takes at least this many MiB write it
     /// to a temporary file during the forward pass and read it back once the lower levels
-    /// are let go, so that the two never take memory at once (0: every level; default:
-    /// 256). Costs a write and a read of the state.
-    #[arg(long, value_name = "MIB")]
+    /// are let go, so that the two never take memory at once (0..=1000000000; 0: every
+    /// level; default: 256). Costs a write and a read of the state.
+    #[arg(long, value_name = "MIB", value_parser = whole::<u64>(0, 1_000_000_000))]
     spill_from: Option<u64>,
     /// The solver state. The files are the same.
     #[arg(long, value_name = "KIND", value_enum, default_value_t = StateArg::Auto)]
@@ -172,15 +172,20 @@ fn options(args: &BuildArgs) -> BuildOptions {
     let spill_from = args
         .spill_from
         .map_or(awari::expert::SPILL_FROM, |mib| mib.saturating_mul(1 << 20));
-    BuildOptions::new(args.db.dir(), args.db.rules, args.db.pits, args.max_seeds)
-        .force(args.force)
-        .check(!args.no_check)
-        .progress(std::io::stderr().is_terminal())
-        .spill_from(spill_from)
-        .state(args.state.kind())
-        .lower(args.lower.lower())
-        .pack(args.pack)
-        .checkpoint_every(args.checkpoint_every.0)
+    BuildOptions::new(
+        args.db.dir(),
+        args.db.rules(),
+        args.db.pits(),
+        args.max_seeds,
+    )
+    .force(args.force)
+    .check(!args.no_check)
+    .progress(std::io::stderr().is_terminal())
+    .spill_from(spill_from)
+    .state(args.state.kind())
+    .lower(args.lower.lower())
+    .pack(args.pack)
+    .checkpoint_every(args.checkpoint_every.0)
 }
 
 /// The flag of `args` that a build over ranks does not do yet, as the user wrote it:
@@ -215,14 +220,15 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         ..
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
-    Index::new(db.pits, max_seeds)?;
+    Index::new(db.pits(), max_seeds)?;
     let (pool, threads) = threads.pool()?;
     let dir = db.db_dir();
+    make_dir(&dir)?;
     // A build that cannot finish is not started (build checks again, level by level).
     if !no_check {
         awari::plan::check_build_fits(
             &dir,
-            &Index::new(db.pits, max_seeds)?,
+            &Index::new(db.pits(), max_seeds)?,
             max_seeds,
             opts.state,
             opts.pack,
@@ -230,10 +236,11 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     }
     eprintln!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
-        db.rules,
-        db.pits,
+        db.rules(),
+        db.pits(),
         dir.display()
     );
+    interrupt::install();
     let started = std::time::Instant::now();
     println!(
         "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
@@ -249,6 +256,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         "lost%"
     );
     let print = |r: &LevelReport| {
+        interrupt::finished(r.seeds);
         let s = &r.stats;
         let pct = |x: u64| 100.0 * x as f64 / s.positions.max(1) as f64;
         let (secs, fwd, bwd, rate) = if r.skipped {
@@ -284,12 +292,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     let reports = match reports {
         // Another build's folder: this one never started.
         Err(e @ awari::Error::Busy { .. }) => return Err(e.into()),
-        r => r.with_context(|| {
-            format!(
-                "build stopped; finished levels in {} stay valid",
-                dir.display()
-            )
-        })?,
+        r => r.with_context(|| interrupt::stopped(&dir))?,
     };
     let built: Vec<_> = reports.iter().filter(|r| !r.skipped).collect();
     let positions: u64 = built.iter().map(|r| r.stats.positions).sum();
@@ -336,7 +339,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         .ranks_here(ranks_here().unwrap_or(1).max(1))
         .command(std::env::args().collect::<Vec<_>>().join(" "));
     opts.root = root.into();
-    let dir = awari::expert::db_dir(&opts.root, args.db.rules, args.db.pits);
+    let dir = awari::expert::db_dir(&opts.root, args.db.rules(), args.db.pits());
     // The threads of a rank: by default the node's cores shared by its ranks. They form
     // the global pool, so that this thread, the only one that calls MPI (funneled),
     // stays outside it.
@@ -352,9 +355,9 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
     if rank == 0 {
         eprintln!(
             "building {} levels 0..={} over {ranks} rank(s) ({here} on this node), {} pits per side, into {}, {threads} thread(s) per rank",
-            args.db.rules,
+            args.db.rules(),
             args.max_seeds,
-            args.db.pits,
+            args.db.pits(),
             dir.display()
         );
         println!(
