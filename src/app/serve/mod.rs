@@ -257,24 +257,27 @@ pub fn serve(
         let addr = listener
             .local_addr()
             .map_err(|e| Error::Input(format!("cannot listen on {}: {e}", opts.bind)))?;
+        // The handler is in place before anyone is told the server is up: a SIGTERM right
+        // after the first answer stops it gracefully, not by the default action.
+        let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         started(addr);
         axum::serve(listener, api::router(state))
-            .with_graceful_shutdown(shutdown())
+            .with_graceful_shutdown(shutdown(term))
             .await
             .map_err(|e| Error::Resources(format!("the server stopped: {e}")))
     })
 }
 
-/// Resolves on Ctrl-C or SIGTERM: the server stops taking connections and finishes the
-/// requests under way.
-async fn shutdown() {
+/// Resolves on Ctrl-C or SIGTERM (`term`, the handler's stream): the server stops taking
+/// connections and finishes the requests under way.
+async fn shutdown(term: Option<tokio::signal::unix::Signal>) {
     let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
+        match term {
+            Some(mut s) => {
                 s.recv().await;
             }
             // No SIGTERM handler: Ctrl-C still stops the server.
-            Err(_) => std::future::pending().await,
+            None => std::future::pending().await,
         }
     };
     tokio::select! {
