@@ -30,7 +30,8 @@ use crate::solve::level::{
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
-use crate::util::{memory_available, peak_rss, HugeBuf, LevelBar};
+use crate::solve::rates;
+use crate::util::{cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -56,6 +57,9 @@ pub struct LevelReport {
     /// The state and the reading of the lower levels the level was built with (`None`
     /// when kept).
     pub way: Option<Way>,
+    /// CPU time of the process's threads on the level, where the OS says (0 when kept):
+    /// well below `seconds` times the threads, other work had the cores.
+    pub cpu_seconds: Option<f64>,
 }
 
 /// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are
@@ -95,6 +99,7 @@ pub fn build(
         } else {
             keep_level(&dir, &want, &mut done, exits)
         };
+        let cpu = cpu_seconds();
         let (skipped, seconds, phases, stats, way) = match kept {
             Ok(Some(stats)) => (true, 0.0, PhaseTimes::default(), stats, None),
             kept => {
@@ -107,6 +112,11 @@ pub fn build(
                 (false, t0.elapsed().as_secs_f64(), phases, stats, Some(way))
             }
         };
+        let cpu = if skipped {
+            Some(0.0)
+        } else {
+            cpu.zip(cpu_seconds()).map(|(a, b)| b - a)
+        };
         let r = LevelReport {
             seeds: n,
             skipped,
@@ -115,8 +125,15 @@ pub fn build(
             stats,
             peak_rss: peak_rss(),
             way,
+            cpu_seconds: cpu,
         };
         report(&r);
+        // What `awari plan` extrapolates from; a level is no worse for a lost line.
+        if let Some(rate) = rate_of(&r) {
+            if let Err(e) = rates::append(&dir, &rate) {
+                warn(&format!("level {n}'s rate not recorded: {}", e.one_line()));
+            }
+        }
         reports.push(r);
     }
     Ok(reports)
@@ -396,6 +413,28 @@ impl Hot {
     fn release(&mut self) {
         self.levels.iter_mut().for_each(|l| *l = None);
     }
+}
+
+/// The line of the rates file for a level built (`None` when kept), by the threads of
+/// the pool the build runs on.
+fn rate_of(r: &LevelReport) -> Option<rates::LevelRate> {
+    let way = r.way?;
+    let finished = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Some(rates::LevelRate {
+        seeds: r.seeds,
+        positions: r.stats.positions,
+        threads: rayon::current_num_threads(),
+        seconds: r.seconds,
+        forward: r.phases.forward.as_secs_f64(),
+        backward: r.phases.backward.as_secs_f64(),
+        peak_rss: r.peak_rss,
+        cpu_seconds: r.cpu_seconds,
+        state: way.state,
+        lower: way.lower,
+        finished,
+    })
 }
 
 /// Writes level `n`'s file (section 4.3 of DESIGN.md).
