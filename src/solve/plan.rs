@@ -996,6 +996,46 @@ mod tests {
         assert_eq!(measured_rate(&[], &index), None);
     }
 
+    /// Levels 26 and 27 of Awari planned from level 24 as built on this 2-core machine
+    /// when quiet (55.3 s on levels 0..=23, GUIDE.md "Performance"), against their builds
+    /// (113.5 s and 168.6 s, fast and random, 2 threads): within 10 %; level 27 from
+    /// levels 24 and 26 within 5 %.
+    #[test]
+    fn planned_times_of_levels_26_and_27_are_those_built() {
+        let index = Index::new(6, 27).unwrap();
+        let here = Machine {
+            nodes: 1,
+            memory: 24 << 30,
+            cores: 2,
+            disk: 1 << 40,
+        };
+        let quiet = |seeds: usize, seconds: f64| {
+            let r = built(seeds, 1.0, 0.95, StateKind::Fast, Lower::Random);
+            LevelRate {
+                seconds,
+                cpu_seconds: Some(0.95 * seconds * 2.0),
+                ..r
+            }
+        };
+        let within = |planned: f64, built: f64, share: f64| {
+            assert!(
+                (planned / built - 1.0).abs() < share,
+                "{planned} s planned, {built} s built"
+            );
+        };
+        let m = measured_rate(&[quiet(24, 55.3)], &index).unwrap();
+        let p = plan(&index, 27, &here, 2.0, Some(m.rate));
+        assert_eq!(p[26].way.unwrap().to_string(), "fast/random");
+        // 123.6 s and 181.3 s planned.
+        within(p[26].seconds.unwrap(), 113.5, 0.10);
+        within(p[27].seconds.unwrap(), 168.6, 0.10);
+        let m = measured_rate(&[quiet(24, 55.3), quiet(26, 113.5)], &index).unwrap();
+        assert_eq!(m.levels, vec![24, 26]);
+        let p = plan(&index, 27, &here, 2.0, Some(m.rate));
+        // 173.5 s planned.
+        within(p[27].seconds.unwrap(), 168.6, 0.05);
+    }
+
     #[test]
     fn a_calibration_beside_other_work_is_said_and_not_trusted() {
         // Level 14 of Awari in 0.80 s on 2 threads with 1.52 s of CPU: 95 % busy, trusted.
