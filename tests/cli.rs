@@ -1073,4 +1073,46 @@ fn plan_takes_the_rates_a_build_recorded() {
         row.contains(&format!(" {minutes:.1} min ")),
         "{minutes} {row}"
     );
+    assert!(!stdout.contains("beside"), "{stdout}");
+    // The same levels built beside other work, their threads on a CPU half the time:
+    // said, counted by their CPU time (twice the rate), and the total beside such work.
+    let disturbed = |cpu: &str, half: &str| (cpu.to_string(), half.to_string());
+    let mut text = fs::read_to_string(dir.join("rates.csv")).unwrap();
+    for (cpu, half) in [
+        disturbed(",42.868,", ",22.562,"),
+        disturbed(",64.459,", ",33.926,"),
+        disturbed(",95.657,", ",50.346,"),
+        disturbed(",210.353,", ",110.712,"),
+    ] {
+        text = text.replace(&cpu, &half);
+    }
+    fs::write(dir.join("rates.csv"), text).unwrap();
+    let (done, stdout, stderr) = run(&[
+        "plan",
+        "--max-seeds",
+        "27",
+        "--dir",
+        root.to_str().unwrap(),
+        "--cores-per-node",
+        "2",
+        "--memory-per-node",
+        "24",
+    ]);
+    assert!(done, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the levels measured were all built beside other work (threads on a CPU: level 23 \
+             50 %, level 24 50 %, level 25 50 %)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("rate: 7204917 positions/s/thread"),
+        "{stdout}"
+    );
+    let total = stdout.lines().find(|l| l.starts_with("total:")).unwrap();
+    assert!(
+        total.contains(" beside work like that which disturbed the measurement"),
+        "{total}"
+    );
 }

@@ -50,7 +50,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     root: RootArg,
     /// Take the rate (positions per second per thread) from a CSV of `awari bench --csv`
-    /// instead of a calibration build of a few seconds.
+    /// (or a database's rates.csv) instead of the rates measured by the builds in --dir's
+    /// database, or else a calibration build of a few seconds.
     #[arg(long, value_name = "CSV")]
     rates: Option<PathBuf>,
 }
@@ -93,7 +94,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         eprintln!("warning: {}", e.one_line());
         None
     });
-    let (rate, rate_from) = match &args.rates {
+    // `busy_by`: how much longer a build beside the work that disturbed the measurement
+    // would take, when it was disturbed.
+    let (rate, rate_from, busy_by) = match &args.rates {
         Some(csv) => rate_from_csv(csv)?,
         None => match recorded
             .as_ref()
@@ -169,8 +172,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
     let last = levels.last().expect("level 0 at least");
     let peak = levels.iter().map(|l| l.memory()).max().unwrap_or(0);
+    let beside = busy_by.map_or(String::new(), |k| {
+        format!(
+            " (about {} beside work like that which disturbed the measurement)",
+            duration(seconds * k)
+        )
+    });
     println!(
-        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed); about {}",
+        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed); about {}{beside}",
         group(total),
         bytes(peak),
         bytes(last.raw_so_far),
@@ -251,7 +260,7 @@ fn pack_ratio(found: &[LevelInfo]) -> (f64, String) {
 }
 
 /// The rate of the largest level of the largest thread count in a bench CSV.
-fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String)> {
+fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String, Option<f64>)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut best: Option<(usize, u64, f64)> = None;
@@ -288,13 +297,14 @@ fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String)> {
             path.display(),
             group(positions)
         ),
+        None,
     ))
 }
 
 /// The rate of the largest levels built in `dir`, from its rates file, and where it comes
 /// from; warnings on stderr for levels built beside other work. `None` when no level
 /// large enough was measured there.
-fn measured(recorded: &Rates, dir: &Path, pits: usize) -> Option<(Rate, String)> {
+fn measured(recorded: &Rates, dir: &Path, pits: usize) -> Option<(Rate, String, Option<f64>)> {
     let index = Index::new(pits, Index::max_supported(pits).ok()?).ok()?;
     let m = measured_rate(&recorded.latest(), &index)?;
     let path = rates::rates_path(dir);
@@ -342,12 +352,13 @@ fn measured(recorded: &Rates, dir: &Path, pits: usize) -> Option<(Rate, String)>
             m.threads,
             group(m.rate.level_size)
         ),
+        (!m.disturbed.is_empty()).then(|| m.rate.per_thread / m.by_wall.max(1e-9)),
     ))
 }
 
 /// Builds small levels in a scratch folder with every core and returns the rate of the
 /// largest one: a few seconds. A calibration disturbed by other work is said on stderr.
-fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
+fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String, Option<f64>)> {
     let top = Index::max_supported(pits)?;
     let index = Index::new(pits, top)?;
     // The largest level of at most about 5 million positions: a few seconds in all.
@@ -387,6 +398,9 @@ fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
             "calibrated here on level {max_seeds} ({} positions) with {threads} threads{busy}, {per}",
             group(last.stats.positions)
         ),
+        calibration
+            .disturbed()
+            .then(|| calibration.rate().per_thread / calibration.by_wall().max(1e-9)),
     ))
 }
 

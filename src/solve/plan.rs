@@ -294,7 +294,7 @@ impl Calibration {
     pub fn rate(&self) -> Rate {
         let per_thread = match self.cpu_seconds {
             Some(cpu) if self.disturbed() => self.positions as f64 / cpu.max(1e-9),
-            _ => self.positions as f64 / self.seconds.max(1e-9) / self.threads.max(1) as f64,
+            _ => self.by_wall(),
         };
         Rate {
             per_thread,
@@ -302,10 +302,16 @@ impl Calibration {
         }
     }
 
+    /// The rate per thread by the wall clock: what a build beside the same work would
+    /// have.
+    pub fn by_wall(&self) -> f64 {
+        self.positions as f64 / self.seconds.max(1e-9) / self.threads.max(1) as f64
+    }
+
     /// What to say of a disturbed calibration, in one line; `None` when it was not.
     pub fn warning(&self) -> Option<String> {
         let busy = self.busy().filter(|_| self.disturbed())?;
-        let wall = self.positions as f64 / self.seconds.max(1e-9) / self.threads.max(1) as f64;
+        let wall = self.by_wall();
         Some(format!(
             "the calibration was disturbed by other work on this machine: its {} threads were \
              on a CPU {:.0} % of the time ({:.2} s of CPU in {:.2} s), so the times below use \
@@ -337,6 +343,9 @@ pub struct Measured {
     pub disturbed: Vec<(usize, f64)>,
     /// Of the largest levels considered, those left out for being disturbed.
     pub left_out: Vec<usize>,
+    /// The rate per thread by the wall clock: below the rate's when the levels used were
+    /// disturbed, what a build beside the same work would have.
+    pub by_wall: f64,
 }
 
 /// The rate of the largest levels a build measured in the folder (the latest line of
@@ -360,25 +369,30 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
     let (used, left_out): (Vec<&LevelRate>, Vec<&LevelRate>) =
         large.into_iter().partition(|r| !any_quiet || quiet(r));
     let top = used.first()?.positions;
-    let mut rates: Vec<f64> = used
-        .iter()
-        .map(|r| {
-            let way = Way {
-                state: r.state,
-                lower: r.lower,
-            };
-            // A level built beside other work counts by its CPU time, as a calibration
-            // does: the rate its threads had while they ran.
-            let per_thread = match r.cpu_seconds {
-                Some(cpu) if !quiet(r) => r.positions as f64 / cpu.max(1e-9),
-                _ => r.per_thread(),
-            };
-            rate_at(per_thread * way_cost(way), r.positions, top)
-        })
-        .collect();
-    rates.sort_by(f64::total_cmp);
-    let k = rates.len();
-    let median = (rates[(k - 1) / 2] + rates[k / 2]) / 2.0;
+    // The median of the levels' rates, each referred to the fast state reading at random
+    // and to the largest level's size; by their CPU time or by the wall clock.
+    let median = |by_cpu: bool| {
+        let mut rates: Vec<f64> = used
+            .iter()
+            .map(|r| {
+                let way = Way {
+                    state: r.state,
+                    lower: r.lower,
+                };
+                let per_thread = match r.cpu_seconds {
+                    Some(cpu) if by_cpu && !quiet(r) => r.positions as f64 / cpu.max(1e-9),
+                    _ => r.per_thread(),
+                };
+                rate_at(per_thread * way_cost(way), r.positions, top)
+            })
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        let k = rates.len();
+        (rates[(k - 1) / 2] + rates[k / 2]) / 2.0
+    };
+    // A level built beside other work counts by its CPU time, as a calibration does: the
+    // rate its threads had while they ran.
+    let (median, by_wall) = (median(true), median(false));
     let mut seeds: Vec<usize> = used.iter().map(|r| r.seeds).collect();
     seeds.sort();
     let mut left: Vec<usize> = left_out.iter().map(|r| r.seeds).collect();
@@ -401,6 +415,7 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
         threads: used.iter().map(|r| r.threads).max().unwrap_or(1),
         disturbed,
         left_out: left,
+        by_wall,
     })
 }
 
@@ -971,6 +986,8 @@ mod tests {
         assert!(m.left_out.is_empty());
         // Counted by their CPU time: on a CPU half the time, twice the wall clock's rate.
         assert!((m.rate.per_thread - 2.0 * quiet.rate.per_thread).abs() < 1.0);
+        assert!((m.by_wall - quiet.rate.per_thread).abs() < 1.0);
+        assert_eq!(quiet.by_wall, quiet.rate.per_thread);
         // No CPU time recorded: trusted.
         let unknown: Vec<LevelRate> = busy
             .iter()
@@ -1059,6 +1076,7 @@ mod tests {
         };
         assert!(busy.disturbed());
         assert_eq!(busy.rate().per_thread, 4_381_818.0 / 1.32);
+        assert_eq!(busy.by_wall(), 4_381_818.0 / 2.45 / 2.0);
         let w = busy.warning().unwrap();
         assert!(
             w.contains("disturbed by other work")
