@@ -513,7 +513,7 @@ mod tests {
             let names: Vec<_> = fs::read_dir(&db)
                 .unwrap()
                 .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .filter(|f| !f.ends_with(".awl") && !f.starts_with(".lock"))
+                .filter(|f| !f.ends_with(".awl") && !f.starts_with(".lock") && f != "rates.csv")
                 .collect();
             assert!(names.is_empty(), "left behind: {names:?}");
         }
@@ -551,6 +551,39 @@ mod tests {
         assert!(reports[..9].iter().all(|r| r.skipped) && !reports[9].skipped);
         assert!(packed.exists() && !raw.exists());
         assert_eq!(fs::read(level_path(&dir, 9)).unwrap(), want);
+    }
+
+    /// Each level built adds its line to the rates file, with its positions, way and
+    /// threads; a level kept adds none.
+    #[test]
+    fn the_build_records_each_level_it_builds() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = db_dir(t.path(), Rules::Awari, 3);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (reports, _) = pool.install(|| build_warned(&opts(t.path(), 8, false)));
+        let rates = rates::read(&dir).unwrap().unwrap();
+        assert_eq!(rates.ignored, 0);
+        let index = Index::new(3, 8).unwrap();
+        assert_eq!(rates.levels.len(), 9);
+        for (n, (line, report)) in rates.levels.iter().zip(&reports).enumerate() {
+            assert_eq!((line.seeds, line.positions), (n, index.level_size(n)));
+            assert_eq!(line.threads, 2);
+            let way = report.way.unwrap();
+            assert_eq!((line.state, line.lower), (way.state, way.lower));
+            assert!((line.seconds - report.seconds).abs() < 0.001);
+            assert!(line.cpu_seconds.is_some() && report.cpu_seconds.is_some());
+        }
+        let (reports, _) = build_warned(&opts(t.path(), 8, false));
+        assert!(reports
+            .iter()
+            .all(|r| r.skipped && r.cpu_seconds == Some(0.0)));
+        assert_eq!(rates::read(&dir).unwrap().unwrap().levels.len(), 9);
+        build_warned(&opts(t.path(), 8, true));
+        assert_eq!(rates::read(&dir).unwrap().unwrap().latest().len(), 9);
+        assert_eq!(rates::read(&dir).unwrap().unwrap().levels.len(), 18);
     }
 
     #[test]
