@@ -247,9 +247,10 @@ pub struct Rate {
 }
 
 /// Below this share of their wall time on a CPU ([`busy`]), a timed
-/// run's threads were kept off their cores by other work, and its rate is too low. A
-/// calibration alone on this 2-core machine had its 2 threads busy 0.93 to 0.97 of the
-/// time, and 0.55 with a single-threaded job on the other core.
+/// run's threads were kept off their cores by other work, and its rate is too low. On
+/// this 2-core machine the passes of level 24 alone keep both cores 96 % and 98 % busy
+/// (GUIDE.md, "Performance"); beside other builds (load 6 to 10) the calibration's
+/// threads were on a CPU 27 to 33 % of the time, levels 23 to 27 15 to 21 %.
 pub const BUSY_AT_LEAST: f64 = 0.8;
 
 /// Levels smaller than this are left out of a rate measured by a build: their time is
