@@ -91,6 +91,7 @@ pub mod expert {
     pub use crate::game::rules::{legal_moves, Board, Move, MAX_PITS, MAX_SEEDS};
     pub use crate::solve::build::SPILL_FROM;
     pub use crate::solve::level::{Outcomes, PhaseTimes};
+    pub use crate::solve::options::CHECKPOINT_EVERY;
     pub use crate::solve::verify::parse_levels;
     pub use crate::util::{check_threads, MAX_THREADS};
 

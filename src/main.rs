@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
@@ -78,6 +78,11 @@ enum Command {
     /// at / to explore it: move values on the board, play, undo, edit, permalinks.
     #[cfg(feature = "serve")]
     Serve(cmd::serve::ServeArgs),
+    /// Every option and argument of every subcommand, one JSON object a line: what the
+    /// test of edge values (tests/edges.rs) tries, read from these definitions so that a
+    /// new option is tried too. Hidden: not for users.
+    #[command(name = "arguments", hide = true)]
+    Arguments,
 }
 
 fn main() -> ExitCode {
@@ -125,5 +130,60 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gather(args) => cmd::gather::run(args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Arguments => {
+            arguments();
+            Ok(())
+        }
+    }
+}
+
+/// Prints what `Command::Arguments` says: per argument its subcommand, its name (`--x`,
+/// or `<X>` for a positional), whether it is required, what kind of value it takes
+/// (`flag`, `choice`, `number`, `path` or `text`, from its value parser) and its help.
+fn arguments() {
+    use std::any::TypeId;
+    let cli = Cli::command();
+    let numbers = [
+        TypeId::of::<usize>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u8>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<f64>(),
+    ];
+    for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
+        for arg in sub.get_arguments().filter(|a| !a.is_hide_set()) {
+            let name = match arg.get_long() {
+                Some(long) => format!("--{long}"),
+                None if arg.is_positional() => format!("<{}>", arg.get_id()),
+                // --help and --version: clap's own.
+                None => continue,
+            };
+            let parser = arg.get_value_parser();
+            let kind = if !arg.get_action().takes_values() {
+                "flag"
+            } else if !arg.get_possible_values().is_empty() {
+                "choice"
+            } else if numbers.iter().any(|t| parser.type_id() == *t) {
+                "number"
+            } else if parser.type_id() == TypeId::of::<std::path::PathBuf>() {
+                "path"
+            } else {
+                "text"
+            };
+            let help = arg
+                .get_long_help()
+                .or(arg.get_help())
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let line = serde_json::json!({
+                "command": sub.get_name(),
+                "arg": name,
+                "required": arg.is_required_set(),
+                "kind": kind,
+                "help": help,
+            });
+            println!("{line}");
+        }
     }
 }

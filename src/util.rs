@@ -247,6 +247,15 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// The time of day of `at` in UTC, `HH:MM:SS` (for progress lines; no time zone data).
+pub fn clock_utc(at: std::time::SystemTime) -> String {
+    let s = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        % 86_400;
+    format!("{:02}:{:02}:{:02} UTC", s / 3600, s / 60 % 60, s % 60)
+}
+
 /// The progress of one level's work on stderr: phase, positions done, rate and time left.
 /// Drawn by indicatif with the `cli` feature (the default); without it, or when not
 /// enabled, every call does nothing, so that the library needs no terminal crate.
@@ -269,7 +278,10 @@ impl LevelBar {
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "level {prefix:>3} {msg:14} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+                    // A share and times, not positions: the steps of a level are
+                    // its positions once per pass (forward and backward), and
+                    // indicatif's rate has four decimals.
+                    "level {prefix:>3} {msg:14} [{bar:30}] {percent:>3}% {elapsed} eta {eta}",
                 )
                 .expect("a valid template")
                 .progress_chars("=> "),
@@ -303,6 +315,14 @@ impl LevelBar {
         }
         #[cfg(not(feature = "cli"))]
         let _ = (phase, position);
+    }
+
+    /// Says `text` where the phase is said, the position kept.
+    pub fn note(&self, text: &str) {
+        #[cfg(feature = "cli")]
+        self.bar.set_message(text.to_string());
+        #[cfg(not(feature = "cli"))]
+        let _ = text;
     }
 
     /// Removes the bar from the screen.

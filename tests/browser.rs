@@ -402,6 +402,34 @@ fn the_page_in_headless_chromium() {
         assert!(text(&c, "#error")
             .await
             .contains("level 48 of awari-6 is not served here; served levels 0..="));
+        // The headline says it too, not "...".
+        let headline = text(&c, "#value-words").await;
+        assert!(
+            headline.starts_with("No value for this position: level 48 of awari-6"),
+            "{headline}"
+        );
+
+        // A permalink that names no position served here: the page says why, and shows
+        // the start position.
+        for (link, why) in [
+            (
+                "#awari/6/1,1,1",
+                "gives 3 pit counts; a board of 6 pits per side has 12",
+            ),
+            (
+                "#foo/9/1,2",
+                "no foo database of 9 pits per side is served here",
+            ),
+            ("#awari-6", "is not a permalink"),
+        ] {
+            c.goto(&format!("{base}/{link}")).await.unwrap();
+            c.refresh().await.unwrap();
+            // The start of the largest k whose levels are served: 1 seed per pit.
+            ready(&c, "1,1,1,1,1,1,1,1,1,1,1,1").await;
+            let said = text(&c, "#notice").await;
+            assert!(said.contains(why), "{link}: {said}");
+            assert_eq!(attr(&c, "#notice", "hidden").await, None, "{link}");
+        }
 
         // The other served database, from the selector: the start position of oware.
         click(&c, "#db-select option[value='oware-6']").await;

@@ -62,6 +62,23 @@ fn error_of(args: &[&str], out: &Output) -> String {
     last.to_string()
 }
 
+/// Checks a run that clap refused (a usage error): exit status 2, no panic, one `error:`
+/// line, the first (clap's usage hint may follow it). Returns the error line.
+fn usage_error(args: &[&str], out: &Output) -> String {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "awari {args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "awari {args:?}: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "awari {args:?}: {stderr}");
+    assert!(stderr.starts_with(errors[0]), "awari {args:?}: {stderr}");
+    errors[0].to_string()
+}
+
+/// Runs a command that clap must refuse; returns its one error line.
+fn usage_fail(args: &[&str]) -> String {
+    usage_error(args, &awari(args))
+}
+
 /// Runs a command that must fail; returns its one error line.
 fn fail(args: &[&str]) -> String {
     error_of(args, &awari(args))
@@ -344,7 +361,10 @@ fn build_into_an_unwritable_folder() {
         "--dir",
         below.to_str().unwrap(),
     ]);
-    assert!(e.contains(below.to_str().unwrap()), "{e}");
+    assert!(
+        e.contains(&format!("{} is a file, not a folder", file.display())),
+        "{e}"
+    );
     assert!(fs::metadata(&file).unwrap().is_file());
 }
 
@@ -353,19 +373,30 @@ fn build_refuses_bad_arguments_before_starting() {
     let db = Db::empty();
     let root = db.root_str();
     for (extra, needle) in [
-        (&["--max-seeds", "4", "--pits", "9"][..], "9"),
-        (&["--max-seeds", "4", "--pits", "1"][..], "1"),
-        (&["--max-seeds", "200"][..], "200"),
-        (&["--max-seeds", "4", "--threads", "0"][..], "--threads"),
+        (
+            &["--max-seeds", "4", "--pits", "9"][..],
+            "'9' for '--pits <PITS>': 9 is not in 2..=8",
+        ),
+        (
+            &["--max-seeds", "4", "--pits", "1"][..],
+            "'1' for '--pits <PITS>': 1 is not in 2..=8",
+        ),
+        (&["--max-seeds", "200"][..], "200 is not in 0..=127"),
+        (
+            &["--max-seeds", "4", "--threads", "0"][..],
+            "0 is not in 1..=1024",
+        ),
     ] {
         let mut args = vec!["build", "--dir", &root];
         args.extend_from_slice(extra);
-        let out = awari(&args);
-        let e = error_of(&args, &out);
+        let e = usage_error(&args, &awari(&args));
         assert!(e.contains(needle), "{e}");
-        assert!(!e.contains("build stopped"), "not a stopped build: {e}");
-        assert_eq!(text(&out.stderr).lines().count(), 1, "{e}");
     }
+    // Within clap's ranges, what only the library knows (pits and seeds together) is
+    // refused by it, before any work.
+    let args = ["build", "--dir", &root, "--max-seeds", "127", "--pits", "8"];
+    let e = error_of(&args, &awari(&args));
+    assert!(!e.contains("build stopped"), "not a stopped build: {e}");
     assert!(!db.root().exists(), "nothing written for bad arguments");
 }
 
@@ -446,14 +477,13 @@ fn threads_out_of_bounds_are_refused_in_one_line() {
         }
         for mut args in cases {
             args.extend(["--threads", t]);
-            let out = awari(&args);
-            let e = error_of(&args, &out);
-            assert_eq!(
-                e,
-                format!("error: --threads must be 1..=1024, not {t}"),
-                "{args:?}"
+            let e = usage_fail(&args);
+            assert!(
+                e.starts_with(&format!(
+                    "error: invalid value '{t}' for '--threads <THREADS>': {t} is not in 1..=1024"
+                )),
+                "{args:?}: {e}"
             );
-            assert_eq!(text(&out.stderr).lines().count(), 1, "{args:?}: {e}");
         }
     }
     assert!(!db.root().exists(), "nothing written for bad arguments");
@@ -725,8 +755,8 @@ fn count_gives_the_romein_bal_total() {
     let out = ok(&["count"]);
     assert!(out.contains("889,063,398,406"), "{out}");
     assert!(out.contains("203,648,015,935"), "{out}");
-    let e = fail(&["count", "--pits", "9"]);
-    assert!(e.contains('9'), "{e}");
+    let e = usage_fail(&["count", "--pits", "9"]);
+    assert!(e.contains("9 is not in 2..=8"), "{e}");
 }
 
 #[test]
@@ -759,8 +789,8 @@ fn bench_times_each_thread_count_and_writes_csv() {
     assert!(lines[0].starts_with("level,positions,threads,seconds"));
     assert!(lines.iter().any(|l| l.starts_with("8,75504,2,")), "{rows}");
     assert!(!scratch.join("threads-1").exists() && !scratch.join("threads-2").exists());
-    let e = fail(&["bench", "--threads", "0"]);
-    assert!(e.contains("--threads"), "{e}");
+    let e = usage_fail(&["bench", "--threads", "0"]);
+    assert!(e.contains("--threads") && e.contains("1..=1024"), "{e}");
 }
 
 /// `bench --probe`: the latency of probes of a built database, raw and packed, and its
@@ -798,8 +828,8 @@ fn bench_probe_times_probes_of_raw_and_packed_levels() {
         !done && err.contains("level 9") && err.lines().count() == 2,
         "{err}"
     );
-    let e = fail(&["bench", "--probe", "--dir", root, "--samples", "0"]);
-    assert!(e.contains("--samples must be at least 1"), "{e}");
+    let e = usage_fail(&["bench", "--probe", "--dir", root, "--samples", "0"]);
+    assert!(e.contains("0 is not in 1..=1000000000"), "{e}");
 }
 
 /// A reader that stops early (`awari count | head -1`) ends the output quietly: no error
@@ -961,7 +991,7 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
     assert_eq!(row(&out, 46).last().unwrap(), "memory", "{out}");
     assert!(
         out.contains("memory: level 46 is the first that does not fit")
-            && out.contains("level 48 needs 29 nodes of 8.0 GB"),
+            && out.contains("every level fits on 29 nodes of 8.0 GB"),
         "{out}"
     );
     // One node of 256 GB and 64 cores: every level fits, level 48 with the compact state

@@ -293,7 +293,7 @@ fn children(parent: u32) -> Vec<u32> {
 }
 
 #[test]
-fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
+fn a_killed_rank_ends_the_job_and_a_rerun_resumes_inside_the_level() {
     let tmp = tempfile::tempdir().unwrap();
     let per_rank = format!("{}/rank{{rank}}", tmp.path().display());
     let args = [
@@ -303,25 +303,36 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
         "17",
         "--dir",
         &per_rank,
+        "--checkpoint-every",
+        "0s",
     ];
     let job = mpirun_command(3, &args, &[])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect(NO_MPIRUN);
-    // Wait until level 14 is done everywhere, then kill rank 2's process mid-build (in
-    // level 15).
+    // Wait until every rank has saved a checkpoint of level 15 after some threshold,
+    // then kill rank 2's process mid-level.
     let started = std::time::Instant::now();
-    let done = |r: usize| {
-        tmp.path()
-            .join(format!("rank{r}/awari-6/level-014.{r}of3.aws"))
+    let saved = |r: usize| {
+        let suffix = format!(".{r}of3.awc");
+        fs::read_dir(tmp.path().join(format!("rank{r}/awari-6")))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with("level-015.t")
+                    && name.ends_with(&suffix)
+                    && !name.contains(".t15.")
+            })
     };
-    while !(0..3).all(|r| done(r).exists()) {
+    while !(0..3).all(saved) {
         assert!(
             started.elapsed().as_secs() < 120,
-            "the job never reached level 15"
+            "the job never saved level 15 inside its backward pass"
         );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let ranks = children(job.id());
     assert_eq!(ranks.len(), 3, "{ranks:?}");
@@ -340,13 +351,27 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes() {
         .filter(|l| l.starts_with("error: rank ") && l.contains("stopped: the job was ended"))
         .count();
     assert!(said >= 1, "{err}");
-    // The rerun keeps what was finished everywhere and ends like a build never stopped.
+    // The rerun keeps what was finished everywhere, takes level 15 up from the ranks'
+    // checkpoints, and ends like a build never stopped.
     let (done_again, out, err) = mpirun(3, &args);
     assert!(done_again, "{out}{err}");
     assert!(
         out.lines().filter(|l| l.contains(" kept ")).count() >= 15,
         "{out}"
     );
+    let level15 = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("15"))
+        .unwrap();
+    assert!(level15.contains("resumed at threshold"), "{out}");
+    for r in 0..3 {
+        let left = fs::read_dir(tmp.path().join(format!("rank{r}/awari-6")))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".awc"))
+            .count();
+        assert_eq!(left, 0, "rank {r} kept checkpoints");
+    }
     let single = tmp.path().join("single");
     ok(&[
         "build",

@@ -290,3 +290,33 @@ proptest! {
         }
     }
 }
+
+/// A server with no probe to spare answers 429 at once, and still its health and bad
+/// input (which is refused before it waits for a probe). `awari serve` itself takes
+/// `--max-concurrent` 1 and up; the library's `Probes` with none is the full server.
+#[test]
+fn a_full_server_answers_429_and_still_its_health() {
+    let full = {
+        let dbs = open_all(root().path()).unwrap();
+        router(AppState::new(dbs, Probes::new(0, Duration::from_secs(60))))
+    };
+    let get = |uri: &str| {
+        let request = Request::builder().uri(uri).body(Body::empty()).unwrap();
+        runtime().block_on(async {
+            let r = full.clone().oneshot(request).await.unwrap();
+            let status = r.status().as_u16();
+            let body = axum::body::to_bytes(r.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            (status, String::from_utf8_lossy(&body).into_owned())
+        })
+    };
+    let (status, body) = get("/api/v1/awari/6?position=1,1,1,1,1,2,0,0,0,0,0,0");
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(
+        body,
+        r#"{"error":"the server is busy (0 probes under way); try again shortly"}"#
+    );
+    assert_eq!(get("/health").0, 200);
+    assert_eq!(get("/api/v1/awari/6?position=1").0, 400);
+}

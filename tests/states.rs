@@ -74,10 +74,12 @@ fn same_files(rules: Rules, pits: usize, top: usize, least: usize) {
 mod slow {
     use super::*;
 
+    /// Levels 0..=18 (level 18: 33 million positions; up to 20 took four minutes of CI's
+    /// 25 for nothing the smaller levels do not reach).
     #[test]
-    fn six_pits_to_twenty_seeds() {
+    fn six_pits_to_eighteen_seeds() {
         for rules in [Rules::Awari, Rules::Oware] {
-            same_files(rules, 6, 20, 100_000);
+            same_files(rules, 6, 18, 100_000);
         }
     }
 

@@ -7,9 +7,11 @@ mod common;
 mod api;
 #[cfg(feature = "browser")]
 mod browser;
+mod checkpoints;
 mod cli;
 mod crosscheck;
 mod docs;
+mod edges;
 mod golden;
 mod layers;
 #[cfg(feature = "mpi")]

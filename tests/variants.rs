@@ -27,9 +27,18 @@ fn table_has_both_rule_sets_and_says_how_to_regenerate_it() {
                 "{rules} P={pits}"
             );
         }
-        // Awari itself: needs the 889 billion positions of Romein and Bal.
+        // Awari itself: the 889 billion positions of Romein and Bal, which `awari
+        // import` reads; their files hold no other rule set or board, so no other row
+        // suggests importing.
         let awari = of.iter().find(|r| r[1] == "6" && r[2] == "4").unwrap();
-        assert!(awari[5].contains("889,063,398,406"), "{awari:?}");
+        assert_eq!(
+            awari[5].contains("889,063,398,406") && awari[5].contains("awari import"),
+            rules == "awari",
+            "{awari:?}"
+        );
+        for r in of.iter().filter(|r| r[1] != "6") {
+            assert!(!r[5].contains("import"), "{r:?}");
+        }
     }
     // Every row where the independent solver ran agrees.
     let ran = rows.iter().filter(|r| r[7].starts_with("agrees")).count();

@@ -255,16 +255,23 @@ pub fn markdown_row(row: &Row) -> String {
     let positions = row.positions.map_or("-".into(), group);
     let (value, result) = match row.value {
         Some(x) => (format!("{x:+}"), result_in_words(x)),
-        None => {
+        // The positions column counts the whole database; only Romein and Bal's own
+        // board has levels to import (`awari import` reads theirs alone).
+        None if v.rules == Rules::Awari && v.pits == 6 => {
             let needed = v.needed().map_or("too many".into(), group);
             (
                 "?".into(),
                 format!(
-                    "not computed: needs levels 0..={} ({needed} positions as Romein and Bal count them); raise --max-positions or import the levels",
+                    "not computed: more positions than --max-positions; or import Romein and Bal's levels 0..={} and {} ({needed} positions, what the start reaches) with `awari import`",
+                    v.seeds() - 2,
                     v.seeds()
                 ),
             )
         }
+        None => (
+            "?".into(),
+            "not computed: more positions than --max-positions; raise it".into(),
+        ),
     };
     let second = match &row.second {
         None => "-".into(),

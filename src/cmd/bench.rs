@@ -7,8 +7,10 @@ use clap::Args;
 
 use awari::expert::bench::{bench, csv as to_csv, probe_latency, BenchOptions};
 use awari::expert::figures::group;
-use awari::expert::Index;
+use awari::expert::{Index, MAX_PITS, MAX_SEEDS, MAX_THREADS};
 use awari::Rules;
+
+use super::whole;
 
 /// Benchmark the builder: build levels 0..=N from scratch with each thread count, and
 /// print per level the seconds, positions per second per thread, peak memory and the
@@ -16,14 +18,14 @@ use awari::Rules;
 /// in-process probe of random positions of levels 0..=N of a built database instead.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Highest level to build.
-    #[arg(long, default_value_t = 20)]
+    /// Highest level to build, 0..=127.
+    #[arg(long, default_value_t = 20, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: usize,
-    /// Thread counts to compare, in order.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    /// Thread counts to compare, in order, each 1..=1024.
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = whole::<usize>(1, MAX_THREADS as u64))]
     threads: Vec<usize>,
-    /// Pits per side (2..=8).
-    #[arg(long, default_value_t = 6)]
+    /// Pits per side, 2..=8.
+    #[arg(long, default_value_t = 6, value_parser = whole::<usize>(2, MAX_PITS as u64))]
     pits: usize,
     /// Rule set.
     #[arg(long, default_value = "awari")]
@@ -43,8 +45,8 @@ pub struct BenchArgs {
     /// The database root that `--probe` reads.
     #[arg(long, default_value = "db", requires = "probe")]
     dir: PathBuf,
-    /// Positions that `--probe` times.
-    #[arg(long, default_value_t = 1_000_000, requires = "probe")]
+    /// Positions that `--probe` times, 1..=1000000000.
+    #[arg(long, default_value_t = 1_000_000, requires = "probe", value_parser = whole::<usize>(1, 1_000_000_000))]
     samples: usize,
 }
 

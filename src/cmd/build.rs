@@ -6,17 +6,17 @@ use anyhow::Context;
 use clap::Args;
 
 use awari::expert::figures::group;
-use awari::expert::Index;
+use awari::expert::{Index, MAX_SEEDS};
 use awari::{build, BuildOptions, LevelReport, Lower, StateKind};
 
-use super::{DbArgs, Threads};
+use super::{interrupt, make_dir, whole, DbArgs, Threads};
 
 /// Build levels 0..=N (skips levels already complete and valid, so an interrupted build
 /// resumes).
 #[derive(Args, Debug)]
 pub struct BuildArgs {
-    /// Highest level (seeds on the board) to build.
-    #[arg(long)]
+    /// Highest level (seeds on the board) to build, 0..=127.
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: usize,
     #[command(flatten)]
     db: DbArgs,
@@ -40,9 +40,9 @@ pub struct BuildArgs {
     distributed: bool,
     /// Levels whose solver state, read at random, takes at least this many MiB write it
     /// to a temporary file during the forward pass and read it back once the lower levels
-    /// are let go, so that the two never take memory at once (0: every level; default:
-    /// 256). Costs a write and a read of the state.
-    #[arg(long, value_name = "MIB")]
+    /// are let go, so that the two never take memory at once (0..=1000000000; 0: every
+    /// level; default: 256). Costs a write and a read of the state.
+    #[arg(long, value_name = "MIB", value_parser = whole::<u64>(0, 1_000_000_000))]
     spill_from: Option<u64>,
     /// The solver state. The files are the same.
     #[arg(long, value_name = "KIND", value_enum, default_value_t = StateArg::Auto)]
@@ -50,11 +50,49 @@ pub struct BuildArgs {
     /// How a level reads the levels below. The files are the same.
     #[arg(long, value_name = "HOW", value_enum, default_value_t = LowerArg::Auto)]
     lower: LowerArg,
+    /// Save a level's solver state beside it after its forward pass and then between
+    /// thresholds, at most this often (`30s`, `15m`, `1h`; `off`: never), so that a
+    /// stopped build, run again, resumes inside the level where it stopped. A checkpoint
+    /// takes the state's size on disk (up to 2.1 bytes a position) and is removed once the
+    /// level is written.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_every)]
+    checkpoint_every: Every,
     /// Write each level packed (`level-NNN.awp`, zstd blocks of the values, about half the
     /// raw size; checked block by block once written) instead of raw: a build of many
     /// levels then needs about half the disk. Lower levels are read from their packs.
     #[arg(long)]
     pack: bool,
+}
+
+/// `--checkpoint-every`: an interval, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Every(Option<std::time::Duration>);
+
+/// The longest `--checkpoint-every` taken: a week.
+const EVERY_MAX: u64 = 7 * 24 * 3600;
+
+/// Parses `--checkpoint-every`: a whole number of seconds, minutes or hours (`30s`,
+/// `15m`, `1h`), or `off`.
+fn parse_every(s: &str) -> Result<Every, String> {
+    if s == "off" {
+        return Ok(Every(None));
+    }
+    let unit = |c: char| match c {
+        's' => Some(1),
+        'm' => Some(60),
+        'h' => Some(3600),
+        _ => None,
+    };
+    let wrong = || format!("`{s}` is not a duration: write 30s, 15m, 1h or off");
+    let last = s.chars().last().ok_or_else(wrong)?;
+    let per = unit(last).ok_or_else(wrong)?;
+    let count: u64 = s[..s.len() - 1].parse().map_err(|_| wrong())?;
+    match count.checked_mul(per) {
+        Some(secs) if secs <= EVERY_MAX => Ok(Every(Some(std::time::Duration::from_secs(secs)))),
+        _ => Err(format!(
+            "`{s}` is longer than a week (168h); use off for no checkpoints"
+        )),
+    }
 }
 
 /// `--state`.
@@ -105,6 +143,22 @@ impl LowerArg {
     }
 }
 
+/// The report's last column: the state and the reading of the lower levels, and whether
+/// the level resumed from a checkpoint or wrote any.
+fn way_said(r: &LevelReport) -> String {
+    let Some(way) = r.way else {
+        return "-".into();
+    };
+    let mut said = match r.resumed {
+        Some(t) => format!("{}, resumed at threshold {t}", way.state.name()),
+        None => way.to_string(),
+    };
+    if r.checkpoints > 0 {
+        said += &format!(", {} checkpoint(s)", r.checkpoints);
+    }
+    said
+}
+
 /// The ranks of the MPI job this process was started in by `mpirun`, if it says (Open
 /// MPI and MPICH set these).
 fn mpi_ranks() -> Option<usize> {
@@ -118,14 +172,20 @@ fn options(args: &BuildArgs) -> BuildOptions {
     let spill_from = args
         .spill_from
         .map_or(awari::expert::SPILL_FROM, |mib| mib.saturating_mul(1 << 20));
-    BuildOptions::new(args.db.dir(), args.db.rules, args.db.pits, args.max_seeds)
-        .force(args.force)
-        .check(!args.no_check)
-        .progress(std::io::stderr().is_terminal())
-        .spill_from(spill_from)
-        .state(args.state.kind())
-        .lower(args.lower.lower())
-        .pack(args.pack)
+    BuildOptions::new(
+        args.db.dir(),
+        args.db.rules(),
+        args.db.pits(),
+        args.max_seeds,
+    )
+    .force(args.force)
+    .check(!args.no_check)
+    .progress(std::io::stderr().is_terminal())
+    .spill_from(spill_from)
+    .state(args.state.kind())
+    .lower(args.lower.lower())
+    .pack(args.pack)
+    .checkpoint_every(args.checkpoint_every.0)
 }
 
 /// The flag of `args` that a build over ranks does not do yet, as the user wrote it:
@@ -160,14 +220,15 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         ..
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
-    Index::new(db.pits, max_seeds)?;
+    Index::new(db.pits(), max_seeds)?;
     let (pool, threads) = threads.pool()?;
     let dir = db.db_dir();
+    make_dir(&dir)?;
     // A build that cannot finish is not started (build checks again, level by level).
     if !no_check {
         awari::plan::check_build_fits(
             &dir,
-            &Index::new(db.pits, max_seeds)?,
+            &Index::new(db.pits(), max_seeds)?,
             max_seeds,
             opts.state,
             opts.pack,
@@ -175,10 +236,11 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     }
     eprintln!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
-        db.rules,
-        db.pits,
+        db.rules(),
+        db.pits(),
         dir.display()
     );
+    interrupt::install();
     let started = std::time::Instant::now();
     println!(
         "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
@@ -194,6 +256,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         "lost%"
     );
     let print = |r: &LevelReport| {
+        interrupt::finished(r.seeds);
         let s = &r.stats;
         let pct = |x: u64| 100.0 * x as f64 / s.positions.max(1) as f64;
         let (secs, fwd, bwd, rate) = if r.skipped {
@@ -222,19 +285,14 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             pct(s.won),
             pct(s.drawn),
             pct(s.lost),
-            r.way.map_or("-".into(), |w| w.to_string())
+            way_said(r)
         );
     };
     let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));
     let reports = match reports {
         // Another build's folder: this one never started.
         Err(e @ awari::Error::Busy { .. }) => return Err(e.into()),
-        r => r.with_context(|| {
-            format!(
-                "build stopped; finished levels in {} stay valid",
-                dir.display()
-            )
-        })?,
+        r => r.with_context(|| interrupt::stopped(&dir))?,
     };
     let built: Vec<_> = reports.iter().filter(|r| !r.skipped).collect();
     let positions: u64 = built.iter().map(|r| r.stats.positions).sum();
@@ -281,7 +339,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         .ranks_here(ranks_here().unwrap_or(1).max(1))
         .command(std::env::args().collect::<Vec<_>>().join(" "));
     opts.root = root.into();
-    let dir = awari::expert::db_dir(&opts.root, args.db.rules, args.db.pits);
+    let dir = awari::expert::db_dir(&opts.root, args.db.rules(), args.db.pits());
     // The threads of a rank: by default the node's cores shared by its ranks. They form
     // the global pool, so that this thread, the only one that calls MPI (funneled),
     // stays outside it.
@@ -297,9 +355,9 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
     if rank == 0 {
         eprintln!(
             "building {} levels 0..={} over {ranks} rank(s) ({here} on this node), {} pits per side, into {}, {threads} thread(s) per rank",
-            args.db.rules,
+            args.db.rules(),
             args.max_seeds,
-            args.db.pits,
+            args.db.pits(),
             dir.display()
         );
         println!(
@@ -322,7 +380,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
                 group(r.bytes_sent),
                 r.peak_rss
                     .map_or("?".to_string(), awari::expert::figures::bytes),
-                r.state.map_or("-", StateKind::name)
+                slice_said(r)
             );
         }
     };
@@ -350,6 +408,20 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
             comm.abort(1)
         }
     }
+}
+
+/// The last column of a rank's report: the state, and whether the level resumed from the
+/// ranks' checkpoints or wrote any.
+#[cfg(feature = "mpi")]
+fn slice_said(r: &awari::expert::ranks::SliceReport) -> String {
+    let mut said = r.state.map_or("-", StateKind::name).to_string();
+    if let Some(t) = r.resumed {
+        said += &format!(", resumed at threshold {t}");
+    }
+    if r.checkpoints > 0 {
+        said += &format!(", {} checkpoint(s)", r.checkpoints);
+    }
+    said
 }
 
 /// What a rank says when `mpirun` ends the job under it (it sends SIGTERM to the ranks
@@ -408,6 +480,30 @@ mod tests {
     }
 
     #[test]
+    fn checkpoint_intervals_parse() {
+        let secs = |s: u64| Ok(Every(Some(std::time::Duration::from_secs(s))));
+        assert_eq!(parse_every("30s"), secs(30));
+        assert_eq!(parse_every("15m"), secs(900));
+        assert_eq!(parse_every("1h"), secs(3600));
+        assert_eq!(parse_every("0s"), secs(0));
+        assert_eq!(parse_every("168h"), secs(EVERY_MAX));
+        assert_eq!(parse_every("off"), Ok(Every(None)));
+        for bad in [
+            "", "15", "m", "-1m", "1.5h", "1d", "15 m", "nan", "inf", "169h",
+        ] {
+            assert!(parse_every(bad).is_err(), "{bad}");
+        }
+        assert!(parse_every("99999999999999999999h").is_err());
+        let o = options(&args(&["--checkpoint-every", "off"]));
+        assert_eq!(o.checkpoint_every, None);
+        let o = options(&args(&["--checkpoint-every", "2m"]));
+        assert_eq!(
+            o.checkpoint_every,
+            Some(std::time::Duration::from_secs(120))
+        );
+    }
+
+    #[test]
     fn flags_become_the_library_options() {
         let o = options(&args(&[]));
         assert_eq!((o.max_seeds, o.pits, o.rules), (20, 6, awari::Rules::Awari));
@@ -431,6 +527,7 @@ mod tests {
             (Some(StateKind::Compact), Some(Lower::Random))
         );
         assert_eq!(o.spill_from, 3 << 20);
+        assert_eq!(o.checkpoint_every, Some(awari::expert::CHECKPOINT_EVERY));
         assert!(Cli::try_parse_from(["awari", "--max-seeds", "2", "--state", "small"]).is_err());
     }
 }

@@ -5,16 +5,18 @@ use std::io::Write;
 use clap::Args;
 
 use awari::expert::figures::group;
-use awari::expert::Index;
+use awari::expert::{Index, MAX_PITS, MAX_SEEDS};
+
+use super::whole;
 
 /// Print the number of positions of every level and the total.
 #[derive(Args, Debug)]
 pub struct CountArgs {
-    /// Pits per side (2..=8).
-    #[arg(long, default_value_t = 6)]
+    /// Pits per side, 2..=8.
+    #[arg(long, default_value_t = 6, value_parser = whole::<usize>(2, MAX_PITS as u64))]
     pits: usize,
-    /// Highest level to count (default 4 seeds per pit).
-    #[arg(long)]
+    /// Highest level to count, 0..=127 (default 4 seeds per pit).
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: Option<usize>,
 }
 

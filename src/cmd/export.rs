@@ -37,7 +37,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let levels = levels.range()?;
     let (pool, _) = threads.pool()?;
     let rows = pool.install(|| {
-        awari::expert::romein_bal::export(db.dir(), db.rules, db.pits, &out, levels, |t| {
+        awari::expert::romein_bal::export(db.dir(), db.rules(), db.pits(), &out, levels, |t| {
             println!(
                 "level {:>3}: {} ({} bytes)",
                 t.seeds,

@@ -23,15 +23,15 @@ pub struct GatherArgs {
 
 pub fn run(args: GatherArgs) -> anyhow::Result<()> {
     let GatherArgs { from, db } = args;
-    let index = Index::new(db.pits, Index::max_supported(db.pits)?)?;
+    let index = Index::new(db.pits(), Index::max_supported(db.pits())?)?;
     let from: Vec<PathBuf> = from
         .iter()
-        .map(|root| db_dir(root, db.rules, db.pits))
+        .map(|root| db_dir(root, db.rules(), db.pits()))
         .collect();
     let out = db.db_dir();
     std::fs::create_dir_all(&out)?;
     let _lock = awari::expert::DirLock::acquire(&out, "awari gather")?;
-    let levels = awari::expert::ranks::gather(&from, &out, &index, db.rules)?;
+    let levels = awari::expert::ranks::gather(&from, &out, &index, db.rules())?;
     println!(
         "gathered {} levels ({}..={}) into {}",
         levels.len(),

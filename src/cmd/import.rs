@@ -57,7 +57,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
     let (pool, _) = threads.pool()?;
     let opts = ImportOptions { pack, force };
     let rows = pool.install(|| {
-        import(db.dir(), db.rules, db.pits, &from, &opts, |t| {
+        import(db.dir(), db.rules(), db.pits(), &from, &opts, |t| {
             println!(
                 "level {:>3}: {} positions -> {} ({} bytes)",
                 t.seeds,

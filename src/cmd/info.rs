@@ -27,9 +27,13 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         check,
         threads,
     } = args;
-    let dir = root.dir;
     let (pool, _) = threads.pool()?;
-    let levels = pool.install(|| awari::expert::pack::survey(&dir, check))?;
+    let mut levels = pool.install(|| awari::expert::pack::survey(root.root(), check))?;
+    // A database folder given as --dir: its levels alone.
+    if let Some((rules, pits)) = root.database() {
+        levels.retain(|l| l.rules == rules && l.pits == pits);
+    }
+    let dir = root.dir;
     if levels.is_empty() {
         bail!("no levels under {}", dir.display());
     }

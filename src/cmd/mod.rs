@@ -9,6 +9,7 @@ pub mod export;
 pub mod gather;
 pub mod import;
 pub mod info;
+pub mod interrupt;
 pub mod pack;
 pub mod plan;
 pub mod play;
@@ -26,48 +27,119 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use awari::expert::{MAX_PITS, MAX_THREADS};
 use awari::Rules;
 
-/// Which database: `--dir`, `--pits`, `--rules`.
+/// Which database: `--dir`, `--pits`, `--rules`. `--dir` may name the root folder (`db`)
+/// or the database folder itself (`db/awari-6`), as `Tablebase::open` takes either.
 #[derive(Args, Clone, Debug)]
 pub struct DbArgs {
     #[command(flatten)]
     pub root: RootArg,
-    /// Pits per side (2..=8).
-    #[arg(long, default_value_t = 6)]
-    pub pits: usize,
+    /// Pits per side, 2..=8 (default: 6, or what a database folder given as --dir says).
+    #[arg(long = "pits", id = "pits", value_name = "PITS", value_parser = whole::<usize>(2, MAX_PITS as u64))]
+    given_pits: Option<usize>,
     /// Rule set: 'awari' (Romein-Bal, Computer Olympiad) or 'oware' (Abapa: grand slam
-    /// captures nothing, a player who cannot feed takes the rest).
-    #[arg(long, default_value = "awari")]
-    pub rules: Rules,
+    /// captures nothing, a player who cannot feed takes the rest); default: awari, or what
+    /// a database folder given as --dir says.
+    #[arg(long = "rules", id = "rules", value_name = "RULES")]
+    given_rules: Option<Rules>,
 }
 
 impl DbArgs {
-    /// The root folder.
-    pub fn dir(&self) -> &std::path::Path {
-        &self.root.dir
+    /// The database folder that `--dir` names itself, when it does and `--pits` and
+    /// `--rules` (if given) agree with its name.
+    fn own(&self) -> Option<(Rules, usize)> {
+        let (rules, pits) = self.root.database()?;
+        let agree = self.given_rules.is_none_or(|r| r == rules)
+            && self.given_pits.is_none_or(|p| p == pits);
+        agree.then_some((rules, pits))
     }
 
-    /// The folder of this database: `<root>/<rules>-<pits>`.
+    /// The root folder: `--dir`, or the folder above it when `--dir` is the database.
+    pub fn dir(&self) -> &std::path::Path {
+        match self.own() {
+            Some(_) => self.root.parent(),
+            None => &self.root.dir,
+        }
+    }
+
+    /// Pits per side.
+    pub fn pits(&self) -> usize {
+        self.given_pits.or(self.own().map(|o| o.1)).unwrap_or(6)
+    }
+
+    /// The rule set.
+    pub fn rules(&self) -> Rules {
+        self.given_rules
+            .or(self.own().map(|o| o.0))
+            .unwrap_or(Rules::Awari)
+    }
+
+    /// The folder of this database: `<root>/<rules>-<pits>` (`--dir` itself when it names
+    /// the database).
     pub fn db_dir(&self) -> PathBuf {
-        awari::expert::db_dir(self.dir(), self.rules, self.pits)
+        match self.own() {
+            Some(_) => self.root.dir.clone(),
+            None => awari::expert::db_dir(self.dir(), self.rules(), self.pits()),
+        }
     }
 }
 
 /// `--dir`: the root folder of the databases.
 #[derive(Args, Clone, Debug)]
 pub struct RootArg {
-    /// Root folder of the databases; each rule set and board size has a sub-folder
-    /// (e.g. db/awari-6).
+    /// Root folder of the databases, each rule set and board size in a sub-folder (e.g.
+    /// db holds db/awari-6); or one database folder itself (db/awari-6).
     #[arg(long, default_value = "db")]
     pub dir: PathBuf,
+}
+
+impl RootArg {
+    /// The rule set and board size when `--dir` is a database folder itself: its name is
+    /// `<rules>-<P>` and it holds no database folders of its own (a root that happens to
+    /// be named so stays a root).
+    pub fn database(&self) -> Option<(Rules, usize)> {
+        let own = db_name(self.dir.file_name()?.to_str()?)?;
+        let nested = std::fs::read_dir(&self.dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().is_dir() && e.file_name().to_str().and_then(db_name).is_some())
+        });
+        (!nested).then_some(own)
+    }
+
+    /// The folder above `--dir` (`.` when it has none).
+    fn parent(&self) -> &std::path::Path {
+        match self.dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        }
+    }
+
+    /// The root folder: `--dir`, or the folder above it when `--dir` is a database folder.
+    pub fn root(&self) -> &std::path::Path {
+        match self.database() {
+            Some(_) => self.parent(),
+            None => &self.dir,
+        }
+    }
+}
+
+/// `awari-6` -> (awari, 6): a database folder's name.
+fn db_name(name: &str) -> Option<(Rules, usize)> {
+    let (r, p) = name.rsplit_once('-')?;
+    let pits = p.parse::<usize>().ok()?;
+    (2..=MAX_PITS)
+        .contains(&pits)
+        .then_some((r.parse::<Rules>().ok()?, pits))
 }
 
 /// `--threads`: the size of the worker pool.
 #[derive(Args, Clone, Copy, Debug)]
 pub struct Threads {
-    /// Worker threads (default: one per core).
-    #[arg(long)]
+    /// Worker threads, 1..=1024 (default: one per core).
+    #[arg(long, value_parser = whole::<usize>(1, MAX_THREADS as u64))]
     pub threads: Option<usize>,
 }
 
@@ -88,6 +160,33 @@ impl Threads {
             .num_threads(threads)
             .build()?;
         Ok((pool, threads))
+    }
+}
+
+/// A whole-number option in `lo..=hi` (stated in its `--help`): clap refuses anything
+/// else (zero where 1 is the least, a sign, a fraction, nan, a number too large) with one
+/// `error:` line and exit 2, before any work.
+pub fn whole<T>(lo: u64, hi: u64) -> clap::builder::RangedU64ValueParser<T>
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
+{
+    clap::builder::RangedU64ValueParser::<T>::new().range(lo..=hi)
+}
+
+/// A real-number option in `lo..=hi` (stated in its `--help`): nan, inf and anything
+/// outside are refused as [`whole`] refuses.
+pub fn real(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |s| {
+        let x: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{s}' is not a number"))?;
+        if x.is_finite() && (lo..=hi).contains(&x) {
+            Ok(x)
+        } else {
+            Err(format!("{s} is not in {lo}..={hi}"))
+        }
     }
 }
 
@@ -120,6 +219,20 @@ pub fn levels_range(levels: Option<&str>) -> anyhow::Result<Option<RangeInclusiv
         .map(awari::expert::parse_levels)
         .transpose()
         .map_err(|e| anyhow::anyhow!(e))
+}
+
+/// Makes the folder `dir` (and those above it) that a command writes into, or says why it
+/// cannot: a file in the way, or the system's refusal (before the disk is measured, so
+/// that a folder that cannot be made is not blamed on a full disk).
+pub fn make_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    if let Some(file) = dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
+        anyhow::bail!(
+            "{} is a file, not a folder: --dir names the folder of the databases",
+            file.display()
+        );
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot make the folder {}: {e}", dir.display()))
 }
 
 /// File formats of other programs (`export --format`, `import --format`).

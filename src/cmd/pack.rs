@@ -8,16 +8,20 @@ use awari::expert::pack::{
     LevelStack, Model, PackOptions, PackReport, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL,
 };
 
-use super::{DbArgs, Threads};
+use awari::expert::MAX_SEEDS;
+
+use super::{whole, DbArgs, Threads};
 
 /// Compress levels into packed files (independent zstd blocks with a block index and a
 /// checksum per block) that query, verify and build read directly.
 #[derive(Args, Debug)]
+// One of --level and --all, and clap names both when neither is given.
+#[group(id = "which", required = true, multiple = false, args = ["level", "all"])]
 pub struct PackArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// The level to pack.
-    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    /// The level to pack, 0..=127.
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     level: Option<usize>,
     /// Pack every raw level of the database.
     #[arg(long)]
@@ -27,7 +31,7 @@ pub struct PackArgs {
     #[arg(long, default_value_t = DEFAULT_ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
     level_of_compression: i32,
     /// Values per block: smaller blocks make a probe that misses the cache faster (it
-    /// decompresses one block), larger ones compress a little better.
+    /// decompresses one block), larger ones compress a little better. 1024..=16777216.
     #[arg(long, default_value_t = DEFAULT_BLOCK, value_parser = clap::value_parser!(u32).range(1024..=1 << 24))]
     block_size: u32,
     /// What the blocks hold: 'exits' stores what the captures do not already say (about
@@ -131,7 +135,7 @@ pub(super) fn each_level(
     // No build, pack or unpack into the same folder meanwhile.
     let what = if packed { "awari unpack" } else { "awari pack" };
     let _lock = awari::expert::DirLock::acquire(&dir, what)?;
-    let mut stack = LevelStack::new(&dir, db.rules, db.pits, keep)?;
+    let mut stack = LevelStack::new(&dir, db.rules(), db.pits(), keep)?;
     println!(
         "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  model",
         "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"

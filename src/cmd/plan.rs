@@ -10,7 +10,7 @@ use clap::Args;
 use awari::expert::figures::group;
 use awari::expert::figures::{bytes, disk_available, memory_total};
 use awari::expert::pack::{survey, LevelInfo};
-use awari::expert::Index;
+use awari::expert::{Index, MAX_PITS, MAX_SEEDS, MAX_THREADS};
 use awari::plan::rates::{self, Rates};
 use awari::plan::{
     measured_rate, plan, Calibration, LevelPlan, Machine, Rate, BUSY_AT_LEAST, DEFAULT_PACK_RATIO,
@@ -18,33 +18,42 @@ use awari::plan::{
 };
 use awari::{build, BuildOptions, Rules};
 
-use super::RootArg;
+use super::{real, whole, RootArg};
+
+/// The most nodes `--nodes` takes, and the most that the advice on node counts tries.
+const MAX_NODES: usize = 1_000_000;
 
 /// What levels 0..=N need per node (solver memory, disk raw and packed) and how long
 /// they should take, from rates measured on this machine; which levels do not fit, and
 /// what would.
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// Highest level to plan.
-    #[arg(long)]
+    /// Highest level to plan, 0..=127.
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     max_seeds: usize,
-    /// Pits per side (2..=8).
-    #[arg(long, default_value_t = 6)]
+    /// Pits per side, 2..=8 (default: 6, or what a database folder given as --dir says).
+    #[arg(long = "pits", id = "pits", value_name = "PITS", value_parser = whole::<usize>(2, MAX_PITS as u64))]
+    given_pits: Option<usize>,
+    /// Rule set (the sizes do not depend on it; the measured rate does a little); default:
+    /// awari, or what a database folder given as --dir says.
+    #[arg(long = "rules", id = "rules", value_name = "RULES")]
+    given_rules: Option<Rules>,
+    /// The pits and rules planned: given, else from --dir's name, else 6 and awari.
+    #[arg(skip = 6usize)]
     pits: usize,
-    /// Rule set (the sizes do not depend on it; the measured rate does a little).
-    #[arg(long, default_value = "awari")]
+    #[arg(skip = Rules::Awari)]
     rules: Rules,
-    /// Nodes, one rank each (default: 1, this machine).
-    #[arg(long, default_value_t = 1)]
+    /// Nodes, one rank each, 1..=1000000 (default: 1, this machine).
+    #[arg(long, default_value_t = 1, value_parser = whole::<usize>(1, MAX_NODES as u64))]
     nodes: usize,
-    /// Memory per node in GB (default: this machine's).
-    #[arg(long, value_name = "GB")]
+    /// Memory per node in GB, 0.01..=1000000 (default: this machine's).
+    #[arg(long, value_name = "GB", value_parser = real(0.01, 1e6))]
     memory_per_node: Option<f64>,
-    /// Cores per node (default: this machine's).
-    #[arg(long)]
+    /// Cores per node, 1..=1024 (default: this machine's).
+    #[arg(long, value_parser = whole::<usize>(1, MAX_THREADS as u64))]
     cores_per_node: Option<usize>,
-    /// Disk per node in GB (default: what is free under --dir).
-    #[arg(long, value_name = "GB")]
+    /// Disk per node in GB, 0.01..=1000000000 (default: what is free under --dir).
+    #[arg(long, value_name = "GB", value_parser = real(0.01, 1e9))]
     disk_per_node: Option<f64>,
     /// Where the database goes: its free disk, and the pack ratio of levels packed there.
     #[command(flatten)]
@@ -56,7 +65,13 @@ pub struct PlanArgs {
     rates: Option<PathBuf>,
 }
 
-pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
+    let own = args.root.database();
+    args.pits = args.given_pits.or(own.map(|o| o.1)).unwrap_or(6);
+    args.rules = args
+        .given_rules
+        .or(own.map(|o| o.0))
+        .unwrap_or(Rules::Awari);
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
     }
@@ -74,12 +89,12 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         disk: args
             .disk_per_node
             .map(gb)
-            .or_else(|| disk_available(&args.root.dir))
+            .or_else(|| disk_available(args.root.root()))
             .context("no free disk figure for --dir; give --disk-per-node")?,
     };
-    let db_dir = awari::expert::db_dir(&args.root.dir, args.rules, args.pits);
+    let db_dir = awari::expert::db_dir(args.root.root(), args.rules, args.pits);
     // The levels of this database already on disk (the raw file of a level if both are).
-    let found: Vec<LevelInfo> = survey(&args.root.dir, false)
+    let found: Vec<LevelInfo> = survey(args.root.root(), false)
         .unwrap_or_default()
         .into_iter()
         .filter(|l| l.rules == args.rules && l.pits == args.pits && l.problem.is_none())
@@ -186,7 +201,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         bytes(last.packed_so_far),
         duration(seconds)
     );
-    advise(&levels, &machine);
+    advise(&levels, &machine, |m| {
+        plan(&index, args.max_seeds, m, ratio, None)
+    });
     Ok(())
 }
 
@@ -210,8 +227,11 @@ fn fits(l: &LevelPlan, m: &Machine) -> &'static str {
     }
 }
 
-/// What would make the levels that do not fit fit.
-fn advise(levels: &[LevelPlan], m: &Machine) {
+/// What would make the levels that do not fit fit. The advice is a fixed point: `plan_on`
+/// plans the same levels on another machine, and the node count and the memory advised
+/// are ones that plan says fit, so that running plan again with them says every level
+/// fits.
+fn advise(levels: &[LevelPlan], m: &Machine, plan_on: impl Fn(&Machine) -> Vec<LevelPlan>) {
     let Some(big) = levels.iter().find(|l| !l.fits_memory(m)) else {
         if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
             println!(
@@ -224,21 +244,47 @@ fn advise(levels: &[LevelPlan], m: &Machine) {
         }
         return;
     };
-    let top = levels.iter().max_by_key(|l| l.positions).expect("a level");
-    // What the ranks hold together, state and lower slices: spread over more nodes.
-    let total = top.memory() * m.nodes as u64;
-    let nodes = total.div_ceil(m.memory);
+    let fits = |nodes: usize| {
+        plan_on(&Machine { nodes, ..*m })
+            .iter()
+            .all(|l| l.fits_memory(m))
+    };
+    // More nodes, smaller slices: the least that fits, by doubling then halving.
+    let (mut lo, mut hi) = (m.nodes, m.nodes.saturating_mul(2).min(MAX_NODES));
+    while !fits(hi) && hi < MAX_NODES {
+        lo = hi;
+        hi = hi.saturating_mul(2).min(MAX_NODES);
+    }
+    let nodes = fits(hi).then(|| {
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    });
+    // The memory that every level needs on these nodes, rounded up to what
+    // --memory-per-node takes (0.01 GB).
+    let peak = levels.iter().map(LevelPlan::memory).max().unwrap_or(0);
+    let gb = (peak as f64 / 1e7).ceil() / 100.0;
+    let on = |n: usize| format!("{n} node{}", if n == 1 { "" } else { "s" });
+    let spread = match nodes {
+        Some(n) => format!("every level fits on {} of {}", on(n), bytes(m.memory)),
+        None => format!(
+            "no number of nodes up to {MAX_NODES} of {} fits it",
+            bytes(m.memory)
+        ),
+    };
     println!(
         "memory: level {} is the first that does not fit ({} per node even with the smallest \
-         state, {} there is); level {} needs {} nodes of {} (or {} per node on {} nodes)",
+         state, {} there is); {spread}, or on {} with --memory-per-node {gb}",
         big.seeds,
         bytes(big.memory()),
         bytes(m.memory),
-        top.seeds,
-        nodes,
-        bytes(m.memory),
-        bytes(top.memory()),
-        m.nodes
+        on(m.nodes),
     );
 }
 

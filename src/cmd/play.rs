@@ -11,7 +11,7 @@ use awari::expert::level_exists;
 use awari::expert::play::{BadMove, Game, Played, Side};
 use awari::expert::{Board, Database};
 
-use super::DbArgs;
+use super::{whole, DbArgs};
 use awari::expert::parse_counts;
 
 /// Play a game against the database in the terminal: type a pit (a-f or 1-6 from your
@@ -21,9 +21,9 @@ use awari::expert::parse_counts;
 pub struct PlayArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// Start with this many seeds in every pit (default: the largest start, up to 4,
-    /// whose levels are built).
-    #[arg(long, conflicts_with = "position")]
+    /// Start with this many seeds in every pit, 1..=31 (default: the largest start, up
+    /// to 4, whose levels are built).
+    #[arg(long, conflicts_with = "position", value_parser = whole::<usize>(1, 31))]
     seeds_per_pit: Option<usize>,
     /// Start from this position instead: the 2P pit counts, the side that moves first
     /// first (as in `awari query`).
@@ -34,12 +34,12 @@ pub struct PlayArgs {
     first: First,
     /// How well the database plays: 100 always plays a best move; below, it picks weaker
     /// moves more often and gives away more seeds per move on average; 0 plays any legal
-    /// move alike.
+    /// move alike. 0..=100.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u8).range(0..=100))]
     strength: u8,
     /// Seed of the database's random choices below strength 100 (default: from the
-    /// clock, printed so that a game can be replayed).
-    #[arg(long)]
+    /// clock, printed so that a game can be replayed), 0..=18446744073709551615.
+    #[arg(long, value_parser = whole::<u64>(0, u64::MAX))]
     seed: Option<u64>,
 }
 
@@ -57,8 +57,8 @@ pub fn run(opts: PlayArgs) -> anyhow::Result<()> {
         First::Me => Side::Me,
         First::Db => Side::Db,
     };
-    let db = Database::open(opts.db.dir(), opts.db.rules, opts.db.pits)?;
-    let p = opts.db.pits;
+    let db = Database::open(opts.db.dir(), opts.db.rules(), opts.db.pits())?;
+    let p = opts.db.pits();
     let start = if !opts.position.is_empty() {
         db.board(&parse_counts(&opts.position)?)?
     } else {
@@ -84,7 +84,7 @@ pub fn run(opts: PlayArgs) -> anyhow::Result<()> {
     writeln!(
         out,
         "{} on {} pits per side, {} seeds; {} first; database strength {}{}.",
-        opts.db.rules,
+        opts.db.rules(),
         p,
         start.seeds(),
         if first == Side::Me {
@@ -191,7 +191,7 @@ fn default_seeds_per_pit(db: &DbArgs) -> usize {
     let dir = db.db_dir();
     (1..=4)
         .rev()
-        .find(|k| (0..=2 * db.pits * k).all(|n| level_exists(&dir, n)))
+        .find(|k| (0..=2 * db.pits() * k).all(|n| level_exists(&dir, n)))
         .unwrap_or(1)
 }
 

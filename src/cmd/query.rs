@@ -2,10 +2,10 @@
 
 use std::io::{BufRead, Write};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use clap::Args;
 
-use awari::expert::{draw, parse_counts, Database, LINE_PLIES};
+use awari::expert::{build_command, draw, level_exists, parse_counts, Database, LINE_PLIES};
 
 use super::DbArgs;
 
@@ -38,8 +38,29 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         json,
         stdin,
     } = args;
-    let database = Database::open(db.dir(), db.rules, db.pits)?;
+    let database = Database::open(db.dir(), db.rules(), db.pits())?;
     if stdin {
+        // A script learns from the exit status that nothing can be answered, rather than
+        // from an error object per line.
+        let dir = db.db_dir();
+        let given = &db.root.dir;
+        let (at, why) = if given.exists() && !given.is_dir() {
+            (given, "a file, not a folder")
+        } else if !dir.is_dir() {
+            (&dir, "no such folder")
+        } else {
+            (&dir, "no level files in it")
+        };
+        if !dir.is_dir() || !level_exists(&dir, 0) {
+            let build = build_command(db.dir(), db.rules(), db.pits(), 0)
+                .replace("--max-seeds 0", "--max-seeds N");
+            bail!(
+                "no {} database of {} pits per side at {}: {why}; `{build}` builds levels 0..=N",
+                db.rules(),
+                db.pits(),
+                at.display()
+            );
+        }
         let input = std::io::stdin().lock();
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         for text in input.lines() {
@@ -114,7 +135,11 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 } else {
                     "opponent    "
                 },
-                pit_name(ply.pit),
+                if ply.player == 0 {
+                    pit_name(ply.pit)
+                } else {
+                    opponent_pit_name(ply.pit)
+                },
                 if ply.captured > 0 {
                     format!(", captures {}", ply.captured)
                 } else {
@@ -134,6 +159,11 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
 
 pub fn pit_name(pit: u8) -> String {
     format!("{} ({})", (b'a' + pit) as char, pit)
+}
+
+/// An opponent's pit as the board names it: upper case.
+fn opponent_pit_name(pit: u8) -> String {
+    format!("{} ({})", (b'A' + pit) as char, pit)
 }
 
 pub fn verdict(v: i8) -> String {

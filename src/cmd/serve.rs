@@ -8,7 +8,7 @@ use clap::Args;
 
 use awari::expert::serve::{open_all, serve, ServeOptions};
 
-use super::{RootArg, Threads};
+use super::{real, whole, RootArg, Threads};
 
 /// Serve every database under --dir over HTTP: a JSON API and a web page to explore it.
 #[derive(Args, Debug)]
@@ -20,28 +20,31 @@ pub struct ServeArgs {
     bind: SocketAddr,
     #[command(flatten)]
     threads: Threads,
-    /// Probes running or queued at once; one more is answered 429 (too many requests).
-    #[arg(long, default_value_t = 256)]
+    /// Probes running or queued at once, 1..=1000000; one more is answered 429 (too many
+    /// requests).
+    #[arg(long, default_value_t = 256, value_parser = whole::<usize>(1, 1_000_000))]
     max_concurrent: usize,
-    /// Seconds a probe may take before the answer is 503.
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds a probe may take before the answer is 503, 0.001..=86400.
+    #[arg(long, default_value_t = 10.0, value_parser = real(0.001, 86400.0))]
     timeout: f64,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Refused before the databases are opened.
     let threads = args.threads.count()?;
-    if !(args.timeout > 0.0 && args.timeout < 1e6) {
-        anyhow::bail!("--timeout must be a number of seconds above 0");
-    }
+    let own = args.root.database();
     let opts = ServeOptions {
-        root: args.root.dir,
+        root: args.root.root().to_path_buf(),
         bind: args.bind,
         threads,
         max_concurrent: args.max_concurrent,
         timeout: Duration::from_secs_f64(args.timeout),
     };
-    let databases = open_all(&opts.root)?;
+    let mut databases = open_all(&opts.root)?;
+    // A database folder given as --dir: that database alone.
+    if let Some((rules, pits)) = own {
+        databases.retain(|s| s.db.rules() == rules && s.db.pits() == pits);
+    }
     let names: Vec<String> = databases
         .iter()
         .map(|s| format!("{} {}", s.name(), s.summary()))

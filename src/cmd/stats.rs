@@ -51,9 +51,9 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     let dir = db.db_dir();
     eprintln!(
         "statistics of the {} levels in {} ({} pits per side) with {threads} thread(s)",
-        db.rules,
+        db.rules(),
         dir.display(),
-        db.pits
+        db.pits()
     );
     let header = || {
         println!(
@@ -63,7 +63,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     };
     let mut rows = 0;
     let stats = pool.install(|| {
-        database_stats(db.dir(), db.rules, db.pits, levels, |s| {
+        database_stats(db.dir(), db.rules(), db.pits(), levels, |s| {
             if !json {
                 // A row as soon as its level is counted (large levels take seconds); the
                 // header with the first, so that an error comes alone.
@@ -79,8 +79,8 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
         let doc = Report {
-            rules: db.rules.name(),
-            pits: db.pits,
+            rules: db.rules().name(),
+            pits: db.pits(),
             dir: dir.display().to_string(),
             levels: stats.iter().map(summary).collect(),
             total: summary(&total),
@@ -94,7 +94,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     }
     out.flush()?;
     if let Some(p) = plot {
-        write_plot(&p, db.rules, db.pits, &stats)?;
+        write_plot(&p, db.rules(), db.pits(), &stats)?;
         let bytes = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
         eprintln!("chart written to {} ({} bytes)", p.display(), group(bytes));
     }

@@ -3,15 +3,18 @@
 use clap::Args;
 
 use super::pack::each_level;
-use super::{DbArgs, Threads};
+use super::{whole, DbArgs, Threads};
+use awari::expert::MAX_SEEDS;
 
 /// Restore raw levels from packed files, byte for byte.
 #[derive(Args, Debug)]
+// One of --level and --all, and clap names both when neither is given.
+#[group(id = "which", required = true, multiple = false, args = ["level", "all"])]
 pub struct UnpackArgs {
     #[command(flatten)]
     db: DbArgs,
-    /// The level to unpack.
-    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+    /// The level to unpack, 0..=127.
+    #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     level: Option<usize>,
     /// Unpack every packed level of the database.
     #[arg(long)]

@@ -3,7 +3,6 @@
 
 use std::io::{IsTerminal, Write};
 
-use anyhow::bail;
 use clap::Args;
 
 use awari::expert::figures::group;
@@ -11,9 +10,14 @@ use awari::expert::variants::{
     markdown, markdown_row, plan, result_in_words, solve, VariantOptions, DEFAULT_MAX_POSITIONS,
     DEFAULT_REFERENCE_LIMIT,
 };
+use awari::expert::MAX_PITS;
 use awari::Rules;
 
-use super::{RootArg, Threads};
+use super::{whole, RootArg, Threads};
+
+/// The largest number of positions the two limits take: more is a typo (a whole 6-pit
+/// database of 48 seeds holds about 1.3e12).
+const MAX_AMOUNT: u64 = 1_000_000_000_000_000;
 
 /// The value of the start position of small variants (2 to 6 pits per side, k seeds per
 /// pit, both rule sets), building what they need; prints a markdown table (the one in
@@ -23,18 +27,19 @@ pub struct VariantsArgs {
     #[command(flatten)]
     root: RootArg,
     /// Compute the variants whose database (levels 0..=2Pk) holds at most this many
-    /// positions (e.g. 1.2e9 or 50000000); larger ones get a row saying what they need.
+    /// positions, 0..=1e15 (e.g. 1.2e9 or 50000000); larger ones get a row saying what
+    /// they need.
     #[arg(long, default_value = "1.2e9", value_parser = parse_amount)]
     max_positions: u64,
     /// Run the independent solver only when the positions reachable from the start are at
-    /// most this many (about 70 bytes each).
+    /// most this many (about 70 bytes each), 0..=1e15.
     #[arg(long, default_value = "2e7", value_parser = parse_amount)]
     reference_limit: u64,
     /// Only this rule set (default: both).
     #[arg(long)]
     rules: Option<Rules>,
-    /// Only this board size (default: 2 to 6 pits per side).
-    #[arg(long)]
+    /// Only this board size, 2..=8 (default: 2 to 6 pits per side).
+    #[arg(long, value_parser = whole::<usize>(2, MAX_PITS as u64))]
     pits: Option<usize>,
     #[command(flatten)]
     threads: Threads,
@@ -48,10 +53,11 @@ pub fn parse_amount(s: &str) -> Result<u64, String> {
         .or_else(|| {
             t.parse::<f64>()
                 .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1.8e19)
+                .filter(|x| x.is_finite() && *x >= 0.0)
                 .map(|x| x.round() as u64)
         })
-        .ok_or_else(|| format!("'{s}' is not a number of positions (e.g. 1.2e9)"))
+        .filter(|&n| n <= MAX_AMOUNT)
+        .ok_or_else(|| format!("'{s}' is not a number of positions in 0..=1e15 (e.g. 1.2e9)"))
 }
 
 pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
@@ -63,14 +69,13 @@ pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
         pits,
         threads,
     } = args;
-    if let Some(p) = pits {
-        if !(2..=8).contains(&p) {
-            bail!("--pits must be 2..=8, not {p}");
-        }
-    }
+    // A database folder given as --dir: the variants of its rule set and board size.
+    let own = root.database();
+    let rules = rules.or(own.map(|o| o.0));
+    let pits = pits.or(own.map(|o| o.1));
     let (pool, threads) = threads.pool()?;
     let opts = VariantOptions {
-        root: root.dir,
+        root: root.root().to_path_buf(),
         max_positions,
         reference_limit: reference_limit as usize,
         pits: pits.map_or((2..=6).collect(), |p| vec![p]),
@@ -91,7 +96,11 @@ pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
     if let Some(p) = pits {
         command += &format!(" --pits {p}");
     }
-    command += " > data/variants.md";
+    // Only the run with the defaults makes the whole published table; another one's
+    // table is a part of it, not to be written over it.
+    if command == "cargo run --release -- variants" {
+        command += " > data/variants.md";
+    }
     eprintln!(
         "variants into {} with {threads} thread(s), budget {} positions",
         opts.root.display(),

@@ -41,8 +41,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let (pool, threads) = threads.pool()?;
     let opts = VerifyOptions {
         root: db.dir().to_path_buf(),
-        rules: db.rules,
-        pits: db.pits,
+        rules: db.rules(),
+        pits: db.pits(),
         levels,
         deep,
         progress: std::io::stderr().is_terminal(),
@@ -50,9 +50,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     let dir = db.db_dir();
     eprintln!(
         "verifying {} levels in {} ({} pits per side){} with {threads} thread(s)",
-        db.rules,
+        db.rules(),
         dir.display(),
-        db.pits,
+        db.pits(),
         if deep { ", deep" } else { "" }
     );
     let started = std::time::Instant::now();

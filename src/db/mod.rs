@@ -1,8 +1,10 @@
 //! The files (layer 2): where a database's levels live ([`layout`]), one writer per
 //! folder ([`lock`]), raw level files ([`raw`]), packed levels ([`pack`]) with their value
-//! model ([`model`]), one level read either way ([`store`]), and finished levels read as
-//! streams from their files ([`source`]). DESIGN.md sections 4 and 6 to 9.
+//! model ([`model`]), one level read either way ([`store`]), finished levels read as
+//! streams from their files ([`source`]), and the solver state saved inside a level
+//! ([`checkpoint`]). DESIGN.md sections 4 and 6 to 9.
 
+pub mod checkpoint;
 pub mod layout;
 pub mod lock;
 pub mod model;
@@ -20,6 +22,7 @@ mod decoders {
 
     use proptest::prelude::*;
 
+    use super::checkpoint::CheckpointHeader;
     use super::layout::Expect;
     use super::model::Model;
     use super::pack::{pack_payload, PackHeader, PackOptions, PackedLevel};
@@ -33,6 +36,7 @@ mod decoders {
         let _ = Header::decode(path, bytes);
         let _ = PackHeader::decode(path, bytes);
         let _ = SliceHeader::decode(path, bytes);
+        let _ = CheckpointHeader::decode(path, bytes);
     }
 
     proptest! {

@@ -6,15 +6,18 @@
 //! same file. By default the build picks, per level, the fastest way that fits the
 //! memory available (see [`crate::solve::plan::way`]).
 
-use std::fs;
+use std::fs::{self, File};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::db::checkpoint::{
+    checkpoint_path, list_checkpoints, remove_checkpoints, Checkpoint, CheckpointHeader, Part,
+};
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
-use crate::db::raw::{Check, LevelWriter};
+use crate::db::raw::{Check, LevelWriter, PAYLOAD_OFFSET};
 use crate::db::source::{LevelSource, LowerSources};
 use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
@@ -25,13 +28,15 @@ use crate::game::scan::lowest_captured_level;
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
     backward_pass, forward_pass, forward_stream, Compact, Encoding, Fast, Forwarded, Outcomes,
-    PhaseTimes, State,
+    PhaseTimes, Stage, State,
 };
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
 use crate::solve::rates;
-use crate::util::{cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
+use crate::util::{
+    bytes, clock_utc, cpu_seconds, disk_available, memory_available, peak_rss, HugeBuf, LevelBar,
+};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -57,6 +62,11 @@ pub struct LevelReport {
     /// The state and the reading of the lower levels the level was built with (`None`
     /// when kept).
     pub way: Option<Way>,
+    /// The threshold the level resumed at from a checkpoint an earlier build left
+    /// (`None`: built from its start, or kept).
+    pub resumed: Option<u8>,
+    /// Checkpoints written while building it.
+    pub checkpoints: u32,
     /// CPU time of the process's threads on the level, where the OS says (0 when kept):
     /// well below `seconds` times the threads, other work had the cores.
     pub cpu_seconds: Option<f64>,
@@ -95,37 +105,48 @@ pub fn build(
     for n in 0..=opts.max_seeds {
         let want = Expect::level(opts.rules, &index, n);
         let kept = if opts.force {
+            // A forced build starts every level afresh.
+            remove_checkpoints(&dir, n, Part::WHOLE)?;
             Ok(None)
         } else {
             keep_level(&dir, &want, &mut done, exits)
         };
-        let cpu = cpu_seconds();
-        let (skipped, seconds, phases, stats, way) = match kept {
-            Ok(Some(stats)) => (true, 0.0, PhaseTimes::default(), stats, None),
+        let r = match kept {
+            Ok(Some(stats)) => {
+                // Left by a build stopped after writing the level.
+                remove_checkpoints(&dir, n, Part::WHOLE)?;
+                LevelReport {
+                    seeds: n,
+                    skipped: true,
+                    seconds: 0.0,
+                    phases: PhaseTimes::default(),
+                    stats,
+                    peak_rss: peak_rss(),
+                    way: None,
+                    resumed: None,
+                    checkpoints: 0,
+                    cpu_seconds: Some(0.0),
+                }
+            }
             kept => {
                 if let Err(e) = kept {
                     warn(&format!("rebuilding level {n}: {}", e.one_line()));
                 }
-                let t0 = Instant::now();
-                let (phases, stats, way) =
-                    build_level(opts, &index, n, &dir, &mut hot, &mut done, &mut warn)?;
-                (false, t0.elapsed().as_secs_f64(), phases, stats, Some(way))
+                let (t0, cpu) = (Instant::now(), cpu_seconds());
+                let solved = build_level(opts, &index, n, &dir, &mut hot, &mut done, &mut warn)?;
+                LevelReport {
+                    seeds: n,
+                    skipped: false,
+                    seconds: t0.elapsed().as_secs_f64(),
+                    phases: solved.phases,
+                    stats: solved.stats,
+                    peak_rss: peak_rss(),
+                    way: Some(solved.way),
+                    resumed: solved.resumed,
+                    checkpoints: solved.checkpoints,
+                    cpu_seconds: cpu.zip(cpu_seconds()).map(|(a, b)| b - a),
+                }
             }
-        };
-        let cpu = if skipped {
-            Some(0.0)
-        } else {
-            cpu.zip(cpu_seconds()).map(|(a, b)| b - a)
-        };
-        let r = LevelReport {
-            seeds: n,
-            skipped,
-            seconds,
-            phases,
-            stats,
-            peak_rss: peak_rss(),
-            way,
-            cpu_seconds: cpu,
         };
         report(&r);
         // What `awari plan` extrapolates from; a level is no worse for a lost line.
@@ -167,8 +188,17 @@ fn keep_level(
     Ok(Some(stats))
 }
 
-/// Builds level `n` into `dir` and checks what it wrote: its solve times, outcomes, and
-/// the way it was built.
+/// What solving a level gave.
+struct Solved {
+    phases: PhaseTimes,
+    stats: Outcomes,
+    way: Way,
+    resumed: Option<u8>,
+    checkpoints: u32,
+}
+
+/// Builds level `n` into `dir` and checks what it wrote: from the last checkpoint an
+/// earlier build left of it if there is a good one, else from its start.
 fn build_level(
     opts: &BuildOptions,
     index: &Index,
@@ -177,7 +207,11 @@ fn build_level(
     hot: &mut Hot,
     done: &mut LevelStack,
     warn: &mut impl FnMut(&str),
-) -> Result<(PhaseTimes, Outcomes, Way)> {
+) -> Result<Solved> {
+    if let Some((solved, values)) = resume_level(opts, index, n, dir, hot, done, warn)? {
+        finish_level(opts, index, n, dir, hot, done, values, false, warn)?;
+        return Ok(solved);
+    }
     let size = index.level_size(n);
     let p = index.pits_per_side();
     let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
@@ -219,11 +253,123 @@ fn build_level(
     if lower == Lower::Random {
         hot.fill(n, index, dir, opts.rules, done)?;
     }
-    let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
-    let (values, stats, phases) = match state {
-        StateKind::Fast => solve::<Fast>(opts, index, n, hot, done, dir, &raw, lower, spill)?,
-        StateKind::Compact => solve::<Compact>(opts, index, n, hot, done, dir, &raw, lower, spill)?,
+    let level = Level {
+        opts,
+        index,
+        n,
+        dir,
     };
+    let (values, solved) = match state {
+        StateKind::Fast => level.solve::<Fast>(hot, done, lower, spill, warn)?,
+        StateKind::Compact => level.solve::<Compact>(hot, done, lower, spill, warn)?,
+    };
+    let solved = Solved { way, ..solved };
+    let random = lower == Lower::Random;
+    finish_level(opts, index, n, dir, hot, done, values, random, warn)?;
+    Ok(solved)
+}
+
+/// Level `n` resumed from the furthest checkpoint of it in `dir` that is good, if any:
+/// what solving it gave, and its values. A checkpoint that is damaged, truncated, of
+/// another database, or of another state than `--state` asks is refused (`warn` says
+/// why) and removed; one whose state does not fit the memory now is left for later.
+fn resume_level(
+    opts: &BuildOptions,
+    index: &Index,
+    n: usize,
+    dir: &Path,
+    hot: &mut Hot,
+    done: &mut LevelStack,
+    warn: &mut impl FnMut(&str),
+) -> Result<Option<(Solved, HugeBuf)>> {
+    let found = list_checkpoints(dir, n, Part::WHOLE)?;
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let size = index.level_size(n);
+    let level = Level {
+        opts,
+        index,
+        n,
+        dir,
+    };
+    let want = level.header(0, PhaseTimes::default());
+    for (_, path) in found {
+        let refuse = |why: String, warn: &mut dyn FnMut(&str)| -> Result<()> {
+            warn(&format!(
+                "level {n}: checkpoint {} refused ({why}); the level starts afresh",
+                path.display()
+            ));
+            fs::remove_file(&path).map_err(|e| Error::io(&path, e))
+        };
+        let checkpoint = match Checkpoint::open(&path, &want) {
+            Ok(c) => c,
+            Err(e) => {
+                refuse(e.one_line(), warn)?;
+                continue;
+            }
+        };
+        let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
+        if let Some(asked) = opts.state.filter(|&k| k != state) {
+            let why = format!(
+                "it holds the {} state, --state {} asked",
+                state.name(),
+                asked.name()
+            );
+            refuse(why, warn)?;
+            continue;
+        }
+        // The backward pass reads no lower level.
+        hot.release();
+        done.release();
+        if opts.check {
+            let room = Room { lower: 0, held: 0 };
+            if let Err(e) = check_level_fits(dir, n, size, state, false, opts.pack, room) {
+                warn(&format!(
+                    "level {n}: checkpoint {} not used now ({})",
+                    path.display(),
+                    e.one_line()
+                ));
+                return Ok(None);
+            }
+        }
+        let resumed = match state {
+            StateKind::Fast => level.resume::<Fast>(&checkpoint, warn),
+            StateKind::Compact => level.resume::<Compact>(&checkpoint, warn),
+        };
+        match resumed {
+            Ok((values, solved)) => {
+                let way = Way {
+                    state,
+                    lower: Lower::Stream,
+                };
+                return Ok(Some((Solved { way, ..solved }, values)));
+            }
+            // The payload's checksum, read only now.
+            Err(e @ Error::Format { .. }) => refuse(e.one_line(), warn)?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// Writes level `n`'s values to its file in `dir` (raw, or packed with `--pack`), removes
+/// a stale file of the other form and the level's checkpoints, and keeps the values
+/// where the next levels read them (`done`; `hot` if the lower levels are read at
+/// `random`).
+#[allow(clippy::too_many_arguments)]
+fn finish_level(
+    opts: &BuildOptions,
+    index: &Index,
+    n: usize,
+    dir: &Path,
+    hot: &mut Hot,
+    done: &mut LevelStack,
+    values: HugeBuf,
+    random: bool,
+    warn: &mut impl FnMut(&str),
+) -> Result<()> {
+    let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
     let want = Expect::level(opts.rules, index, n);
     let (written, stale) = if opts.pack {
         write_packed(opts, dir, &want, &values)?;
@@ -232,6 +378,7 @@ fn build_level(
         write_level(opts, n, &raw, &values)?;
         (raw, packed)
     };
+    remove_checkpoints(dir, n, Part::WHOLE)?;
     if stale.exists() {
         fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
         warn(&format!(
@@ -250,78 +397,226 @@ fn build_level(
         };
         done.offer(n, values);
     }
-    if lower == Lower::Random {
+    if random {
         hot.keep(n, values);
     }
-    Ok((phases, stats, way))
+    Ok(())
 }
 
-/// Solves level `n` with the state's encoding `E`, reading the lower levels as `lower`
-/// says: its values (in the state's memory), what they hold, and the solve times.
-#[allow(clippy::too_many_arguments)]
-fn solve<E: Encoding>(
-    opts: &BuildOptions,
-    index: &Index,
+/// The level being solved, and where.
+struct Level<'a> {
+    opts: &'a BuildOptions,
+    index: &'a Index,
     n: usize,
-    hot: &mut Hot,
-    done: &LevelStack,
-    dir: &Path,
-    path: &Path,
-    lower: Lower,
-    spill: bool,
-) -> Result<(HugeBuf, Outcomes, PhaseTimes)> {
-    let size = index.level_size(n);
-    // One bar: forward pass then settled positions (at most the level size).
-    let bar = LevelBar::new(opts.progress, size * 2, n, "solving");
-    // The spill file has no name once open: nothing is left behind, even by a kill.
-    let spill_path = path.with_extension("spill");
-    let mut spill_file = if spill {
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&spill_path)
-            .map_err(|e| Error::io(&spill_path, e))?;
-        fs::remove_file(&spill_path).map_err(|e| Error::io(&spill_path, e))?;
-        Some(file)
-    } else {
-        None
-    };
-    let io = |e| Error::io(&spill_path, e);
-    let forwarded: Forwarded<E> = match lower {
-        Lower::Random => {
-            let below = hot.below(n);
-            let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
-                .map_err(io)?;
-            drop(below);
-            if spill {
-                // The backward pass reads no lower level: the state has their memory.
-                hot.release();
-                done.release();
+    dir: &'a Path,
+}
+
+impl Level<'_> {
+    /// Solves the level with the state's encoding `E`, reading the lower levels as `lower`
+    /// says: its values (in the state's memory), and what solving it gave.
+    fn solve<E: Encoding>(
+        &self,
+        hot: &mut Hot,
+        done: &LevelStack,
+        lower: Lower,
+        spill: bool,
+        warn: &mut impl FnMut(&str),
+    ) -> Result<(HugeBuf, Solved)> {
+        let (opts, index, n, dir) = (self.opts, self.index, self.n, self.dir);
+        let started = Instant::now();
+        let size = index.level_size(n);
+        // One bar: forward pass then settled positions (at most the level size).
+        let bar = LevelBar::new(opts.progress, size * 2, n, "solving");
+        // The spill file has no name once open: nothing is left behind, even by a kill.
+        let spill_path = level_path(dir, n).with_extension("spill");
+        let mut spill_file = if spill {
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&spill_path)
+                .map_err(|e| Error::io(&spill_path, e))?;
+            fs::remove_file(&spill_path).map_err(|e| Error::io(&spill_path, e))?;
+            Some(file)
+        } else {
+            None
+        };
+        let io = |e| Error::io(&spill_path, e);
+        let forwarded: Forwarded<E> = match lower {
+            Lower::Random => {
+                let below = hot.below(n);
+                let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
+                    .map_err(io)?;
+                drop(below);
+                if spill {
+                    // The backward pass reads no lower level: the state has their memory.
+                    hot.release();
+                    done.release();
+                }
+                f
             }
-            f
-        }
-        Lower::Stream => {
-            // A level that `done` holds (packed with the exit model, resolved) is read
-            // from memory.
-            let first = lowest_captured_level(index.pits_per_side(), n);
-            let held = |m| match done.get(m) {
-                Some(Values::Owned(v)) => Some(&v[..]),
-                _ => None,
+            Lower::Stream => {
+                // A level that `done` holds (packed with the exit model, resolved) is read
+                // from memory.
+                let first = lowest_captured_level(index.pits_per_side(), n);
+                let held = |m| match done.get(m) {
+                    Some(Values::Owned(v)) => Some(&v[..]),
+                    _ => None,
+                };
+                let levels = first..n.saturating_sub(1);
+                let sources =
+                    LowerSources::open(dir, opts.rules, index, levels, opts.max_seeds, held)?;
+                forward_stream(opts.rules, index, n, &sources, &bar)?
+            }
+        };
+        let from = Stage::start(n);
+        self.backward(forwarded, &bar, spill_file.as_mut(), from, started, warn)
+    }
+
+    /// Solves the level from `checkpoint` on, with its state's encoding `E`.
+    fn resume<E: Encoding>(
+        &self,
+        checkpoint: &Checkpoint,
+        warn: &mut impl FnMut(&str),
+    ) -> Result<(HugeBuf, Solved)> {
+        let started = Instant::now();
+        let head = &checkpoint.head;
+        let size = self.index.level_size(self.n);
+        let bar = LevelBar::new(self.opts.progress, size * 2, self.n, "resuming");
+        let state = State::<E>::load(checkpoint)?;
+        let forward = Duration::from_nanos(head.forward_ns);
+        let forwarded = Forwarded::resumed(state, head.present, forward);
+        let from = Stage {
+            next: head.next as i8,
+            backward: Duration::from_nanos(head.backward_ns),
+        };
+        bar.phase("solving", size);
+        let (values, solved) = self.backward(forwarded, &bar, None, from, started, warn)?;
+        let solved = Solved {
+            resumed: Some(head.next),
+            ..solved
+        };
+        Ok((values, solved))
+    }
+
+    /// The backward pass from `from` (the level's work began at `started`), saving the
+    /// state between thresholds as [`BuildOptions::checkpoint_every`] says: the values,
+    /// and what solving gave.
+    fn backward<E: Encoding>(
+        &self,
+        forwarded: Forwarded<E>,
+        bar: &LevelBar,
+        spill: Option<&mut File>,
+        from: Stage,
+        started: Instant,
+        warn: &mut impl FnMut(&str),
+    ) -> Result<(HugeBuf, Solved)> {
+        let n = self.n;
+        let mut last = started;
+        let mut checkpoints = 0;
+        let mut boundary = |state: &mut State<E>, stage: Stage, present: u64, t: PhaseTimes| {
+            match self.opts.checkpoint_every {
+                Some(every) if last.elapsed() >= every => {}
+                _ => return,
+            }
+            let next = stage.next as u8;
+            // The level's file must still fit after it: a checkpoint is a safety net, not
+            // worth the level.
+            let size = self.index.level_size(n);
+            let need = E::KIND.bytes(size) + PAYLOAD_OFFSET as u64 + size;
+            if let Some(free) = disk_available(self.dir).filter(|&f| f < need) {
+                warn(&format!(
+                    "level {n}: checkpoint skipped: it and the level need {}, {} is free",
+                    bytes(need),
+                    bytes(free)
+                ));
+                last = Instant::now();
+                return;
+            }
+            let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
+            let head = CheckpointHeader {
+                present,
+                ..self.header(next, t)
             };
-            let levels = first..n.saturating_sub(1);
-            let sources = LowerSources::open(dir, opts.rules, index, levels, opts.max_seeds, held)?;
-            forward_stream(opts.rules, index, n, &sources, &bar)?
+            let saved = state.save(&path, head).and_then(|()| {
+                // The one before, now that this one is whole.
+                for (older, p) in list_checkpoints(self.dir, n, Part::WHOLE)? {
+                    if older > next {
+                        fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                    }
+                }
+                Ok(())
+            });
+            match saved {
+                Ok(()) => {
+                    checkpoints += 1;
+                    let at = clock_utc(SystemTime::now());
+                    bar.note(&format!("solving, saved {at} at threshold {next}"));
+                }
+                // A build that cannot save goes on: only its safety net is lost.
+                Err(e) => warn(&format!(
+                    "level {n}: checkpoint not written ({}); the build goes on",
+                    e.one_line()
+                )),
+            }
+            last = Instant::now();
+        };
+        let spill_path = level_path(self.dir, n).with_extension("spill");
+        let (state, phases): (State<E>, _) = backward_pass(
+            self.opts.rules,
+            self.index,
+            n,
+            forwarded,
+            bar,
+            spill,
+            from,
+            &mut boundary,
+        )
+        .map_err(|e| Error::io(&spill_path, e))?;
+        let values = state.into_values();
+        let stats = Outcomes::of_parallel(&values);
+        bar.finish();
+        let solved = Solved {
+            phases,
+            stats,
+            way: Way {
+                state: E::KIND,
+                lower: Lower::Stream,
+            },
+            resumed: None,
+            checkpoints,
+        };
+        Ok((values, solved))
+    }
+
+    /// The header of a checkpoint of the whole level after threshold `next + 1` at the
+    /// times `t`; [`State::save`] fills in the state's fields, the caller the thresholds
+    /// present.
+    fn header(&self, next: u8, t: PhaseTimes) -> CheckpointHeader {
+        let size = self.index.level_size(self.n);
+        let written = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        CheckpointHeader {
+            rules: self.opts.rules,
+            pits: self.opts.pits,
+            seeds: self.n,
+            positions: size,
+            part: Part::WHOLE,
+            base: 0,
+            held: size,
+            encoding: 0,
+            next,
+            present: 0,
+            forward_ns: t.forward.as_nanos() as u64,
+            backward_ns: t.backward.as_nanos() as u64,
+            written,
+            map_bytes: 0,
+            state_bytes: 0,
+            checksum: 0,
         }
-    };
-    let (state, phases): (State<E>, _) =
-        backward_pass(opts.rules, index, n, forwarded, &bar, spill_file.as_mut()).map_err(io)?;
-    drop(spill_file);
-    let values = state.into_values();
-    let stats = Outcomes::of_parallel(&values);
-    bar.finish();
-    Ok((values, stats, phases))
+    }
 }
 
 /// The finished levels a random forward pass reads, in anonymous memory in huge pages: a
@@ -415,10 +710,11 @@ impl Hot {
     }
 }
 
-/// The line of the rates file for a level built (`None` when kept), by the threads of
-/// the pool the build runs on.
+/// The line of the rates file for a level built (`None` when kept, or resumed from a
+/// checkpoint: its time is of a part of the level), by the threads of the pool the build
+/// runs on.
 fn rate_of(r: &LevelReport) -> Option<rates::LevelRate> {
-    let way = r.way?;
+    let way = r.way.filter(|_| r.resumed.is_none())?;
     let finished = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

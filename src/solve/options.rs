@@ -2,6 +2,7 @@
 //! checks both builds make of it before anything is done.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -54,7 +55,17 @@ pub struct BuildOptions {
     /// What the folder's lock says to a second build into it; `None`: the
     /// `awari build` command of this database.
     pub command: Option<String>,
+    /// Save a level's solver state after its forward pass and then between thresholds, at
+    /// most this often (DESIGN.md section 5.5), so that a stopped build resumes inside the
+    /// level: [`CHECKPOINT_EVERY`] by default, `Duration::ZERO` at every chance, `None`
+    /// never.
+    pub checkpoint_every: Option<Duration>,
 }
+
+/// The default [`BuildOptions::checkpoint_every`]: 15 minutes, so that a stopped build
+/// loses at most that (and a level of a few minutes never writes one); writing a 16 GB
+/// state takes under a minute.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(15 * 60);
 
 impl Default for BuildOptions {
     /// The database `awari build --max-seeds 16` makes (the README's first command):
@@ -85,6 +96,7 @@ impl BuildOptions {
             pack: false,
             ranks_here: 1,
             command: None,
+            checkpoint_every: Some(CHECKPOINT_EVERY),
         }
     }
 
@@ -133,6 +145,12 @@ impl BuildOptions {
     /// Sets [`BuildOptions::ranks_here`].
     pub fn ranks_here(mut self, ranks: usize) -> BuildOptions {
         self.ranks_here = ranks;
+        self
+    }
+
+    /// Sets [`BuildOptions::checkpoint_every`]: an interval, or `None` for no checkpoints.
+    pub fn checkpoint_every(mut self, every: impl Into<Option<Duration>>) -> BuildOptions {
+        self.checkpoint_every = every.into();
         self
     }
 
@@ -195,6 +213,7 @@ mod tests {
             .lower(Lower::Stream)
             .pack(true)
             .ranks_here(3)
+            .checkpoint_every(Duration::from_secs(30))
             .command("awari build (test)");
         assert_eq!(
             (o.root.as_path(), o.rules, o.pits),
@@ -208,6 +227,8 @@ mod tests {
             (Some(StateKind::Compact), Some(Lower::Stream))
         );
         assert_eq!(o.ranks_here, 3);
+        assert_eq!(o.checkpoint_every, Some(Duration::from_secs(30)));
+        assert_eq!(o.clone().checkpoint_every(None).checkpoint_every, None);
         assert_eq!(o.command.as_deref(), Some("awari build (test)"));
         let o = o.state(None).lower(None);
         assert_eq!((o.state, o.lower), (None, None));
@@ -226,6 +247,7 @@ mod tests {
         );
         assert!(!o.force && o.check && !o.pack && o.spill_from == SPILL_FROM);
         assert_eq!((o.state, o.lower, o.ranks_here), (None, None, 1));
+        assert_eq!(o.checkpoint_every, Some(CHECKPOINT_EVERY));
         assert_eq!(BuildOptions::default().max_seeds, 16);
     }
 

@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::ops::Range;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -23,8 +23,36 @@ const SPLIT_AT: usize = 1 << 12;
 /// No pit: a check that knows none of the position's children.
 pub(crate) const NO_PIT: u8 = u8::MAX;
 
+/// Where a backward pass starts: at threshold `next` (every threshold above it done),
+/// after `backward` of backward pass already (a level resumed from a checkpoint).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stage {
+    /// The next threshold to run.
+    pub(crate) next: i8,
+    /// Wall time the backward pass has taken so far.
+    pub(crate) backward: Duration,
+}
+
+impl Stage {
+    /// The start of level `n`'s backward pass, right after its forward pass.
+    pub(crate) fn start(n: usize) -> Stage {
+        Stage {
+            next: n as i8,
+            backward: Duration::ZERO,
+        }
+    }
+}
+
+/// What the backward pass shows its caller between thresholds, where the state may be
+/// saved (DESIGN.md section 5.5): the state, no thread touching it; the stage reached; the
+/// thresholds present; the times so far.
+pub(crate) type Boundary<'a, E> = &'a mut dyn FnMut(&mut State<E>, Stage, u64, PhaseTimes);
+
 /// Solving a level, part two: reads the state back from `spill` (the file the forward
-/// pass wrote; counted as forward time), then the backward pass.
+/// pass wrote; counted as forward time), then the backward pass from `from` on. At each
+/// threshold boundary still to come (and before the first, unless resumed) `boundary` is
+/// called.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn backward_pass<E: Encoding>(
     rules: Rules,
     index: &Index,
@@ -32,6 +60,8 @@ pub(crate) fn backward_pass<E: Encoding>(
     forwarded: Forwarded<E>,
     progress: &LevelBar,
     spill: Option<&mut File>,
+    from: Stage,
+    boundary: Boundary<E>,
 ) -> std::io::Result<(State<E>, PhaseTimes)> {
     let Forwarded {
         mut state,
@@ -46,18 +76,25 @@ pub(crate) fn backward_pass<E: Encoding>(
     let size = index.level_size(n);
     let chunks = size.div_ceil(CHUNK);
     let backward_start = Instant::now();
-    let solver = Backward {
-        rules,
-        index,
-        n,
-        state: &state,
-        base: 0,
-        remote: &Alone,
+    let times = |at: Instant| PhaseTimes {
+        forward,
+        backward: from.backward + at.elapsed(),
     };
-    for t in (1..=n as i8).rev() {
+    if from.next == n as i8 && from.backward.is_zero() {
+        boundary(&mut state, from, present, times(backward_start));
+    }
+    for t in (1..=from.next).rev() {
         if present & threshold_bit(t) == 0 {
             continue;
         }
+        let solver = Backward {
+            rules,
+            index,
+            n,
+            state: &state,
+            base: 0,
+            remote: &Alone,
+        };
         (0..chunks)
             .into_par_iter()
             .for_each_init(Work::default, |work, c| {
@@ -65,12 +102,15 @@ pub(crate) fn backward_pass<E: Encoding>(
                 let end = (start + CHUNK).min(size);
                 progress.inc(solver.seed_range(t, start..end, work));
             });
+        if t > 1 {
+            let stage = Stage {
+                next: t - 1,
+                backward: times(backward_start).backward,
+            };
+            boundary(&mut state, stage, present, times(backward_start));
+        }
     }
-    let times = PhaseTimes {
-        forward,
-        backward: backward_start.elapsed(),
-    };
-    Ok((state, times))
+    Ok((state, times(backward_start)))
 }
 
 /// What the backward pass of one rank's slice tells another rank about a position that

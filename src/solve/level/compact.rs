@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use super::backward::{Backward, Message, Queues, NO_PIT};
 use super::state::{Encoding, BLOCK};
+use super::StateKind;
 use crate::game::rules::{exits, for_each_stay, Board, Exits};
 use crate::util::{prefetch, CHUNK};
 
@@ -66,6 +67,7 @@ pub(crate) struct Check {
 }
 
 impl Encoding for Compact {
+    const KIND: StateKind = StateKind::Compact;
     const BYTES: usize = 1;
     const EXIT: usize = 0;
     const NO_EXIT: i8 = NO_EXIT;

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use super::backward::{Backward, Queues};
 use super::compact::Check;
 use super::state::{Encoding, State, BLOCK};
+use super::StateKind;
 use crate::game::rules::Board;
 use crate::game::scan::NO_EXIT;
 use crate::util::CHUNK;
@@ -33,6 +34,7 @@ impl State<Fast> {
 }
 
 impl Encoding for Fast {
+    const KIND: StateKind = StateKind::Fast;
     const BYTES: usize = 2;
     const EXIT: usize = 1;
     const NO_EXIT: i8 = NO_EXIT;

@@ -30,6 +30,18 @@ pub(crate) struct Forwarded<E: Encoding> {
     pub(super) forward: Duration,
 }
 
+impl<E: Encoding> Forwarded<E> {
+    /// A level whose forward pass took `forward` and found the thresholds `present`, as a
+    /// checkpoint gives it back.
+    pub(crate) fn resumed(state: State<E>, present: u64, forward: Duration) -> Forwarded<E> {
+        Forwarded {
+            state,
+            present,
+            forward,
+        }
+    }
+}
+
 /// Solving level `n`, whose lower levels `lower` must hold, part one: the forward pass,
 /// reading each capture's child where it lies. `progress` is advanced by positions here
 /// and by positions settled in [`super::backward_pass`], which gives the level's state;

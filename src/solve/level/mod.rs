@@ -37,7 +37,7 @@ mod state;
 
 use rayon::prelude::*;
 
-pub(crate) use backward::{backward_pass, Backward, Message, Remote, Work, NO_PIT};
+pub(crate) use backward::{backward_pass, Backward, Message, Remote, Stage, Work, NO_PIT};
 pub(crate) use compact::Compact;
 pub use compact::COMPACT_MAX_SEEDS;
 pub(crate) use fast::Fast;
@@ -72,6 +72,23 @@ impl StateKind {
         match self {
             StateKind::Fast => "fast",
             StateKind::Compact => "compact",
+        }
+    }
+
+    /// The state's code in a checkpoint's header (DESIGN.md section 4.5).
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            StateKind::Fast => 1,
+            StateKind::Compact => 2,
+        }
+    }
+
+    /// The state of a checkpoint's code.
+    pub(crate) fn from_code(code: u8) -> Option<StateKind> {
+        match code {
+            1 => Some(StateKind::Fast),
+            2 => Some(StateKind::Compact),
+            _ => None,
         }
     }
 }
@@ -187,7 +204,18 @@ pub(crate) fn solve_in_memory(
     for n in 0..=top {
         let bar = LevelBar::new(false, 0, 0, "");
         let forwarded = forward_pass::<Fast, _>(rules, index, n, &lower, &bar, None).unwrap();
-        let (state, _) = backward_pass(rules, index, n, forwarded, &bar, None).unwrap();
+        let start = Stage::start(n);
+        let (state, _) = backward_pass(
+            rules,
+            index,
+            n,
+            forwarded,
+            &bar,
+            None,
+            start,
+            &mut |_, _, _, _| {},
+        )
+        .unwrap();
         lower.0.push(state.into_values().to_vec());
     }
     lower.0

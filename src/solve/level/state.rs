@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use rayon::prelude::*;
@@ -12,6 +13,9 @@ use rayon::prelude::*;
 use super::backward::{Backward, Queues};
 use super::cells::Cells;
 use super::compact::Check;
+use super::StateKind;
+use crate::db::checkpoint::{write_checkpoint, Checkpoint, CheckpointHeader};
+use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::{exits, Board, Exits, Rules};
 use crate::game::scan::NO_EXIT;
@@ -26,6 +30,8 @@ pub(crate) const BLOCK: usize = 64;
 /// bytes hold (a count of moves or not). Two types: [`super::Fast`] and
 /// [`super::Compact`].
 pub(crate) trait Encoding: Sized + Send + Sync + 'static {
+    /// Which state this is.
+    const KIND: StateKind;
     /// Bytes per position, besides the threshold map's bit.
     const BYTES: usize;
     /// Which of a position's bytes holds its best exit until it is settled.
@@ -128,15 +134,20 @@ impl<E: Encoding> State<E> {
     /// # Panics
     /// If the memory cannot be had (the build checks it is available first).
     pub(crate) fn new(len: u64) -> State<E> {
+        State::try_new(len).unwrap_or_else(|e| {
+            let bytes = E::BYTES as u64 * len;
+            panic!("cannot allocate {bytes} bytes of solver state: {e}")
+        })
+    }
+
+    /// [`State::new`], or why the memory cannot be had.
+    fn try_new(len: u64) -> std::io::Result<State<E>> {
         let len = len as usize;
-        let bytes = E::BYTES * len;
-        let cells = Cells::zeroed(bytes)
-            .unwrap_or_else(|e| panic!("cannot allocate {bytes} bytes of solver state: {e}"));
-        State {
-            cells,
+        Ok(State {
+            cells: Cells::zeroed(E::BYTES * len)?,
             blocks: vec![u64::MAX; len.div_ceil(BLOCK)],
             encoding: PhantomData,
-        }
+        })
     }
 
     /// Positions held.
@@ -270,6 +281,38 @@ impl<E: Encoding> State<E> {
         let len = self.len();
         self.finish();
         self.cells.into_buf(len)
+    }
+
+    /// Saves the state as a checkpoint at `path` (DESIGN.md section 4.5), described by
+    /// `head` (its encoding, sizes and checksum filled in here). Between passes: `&mut`
+    /// means no thread updates the cells meanwhile.
+    pub(crate) fn save(&mut self, path: &Path, head: CheckpointHeader) -> Result<()> {
+        let map: Vec<u8> = self.blocks.iter().flat_map(|b| b.to_le_bytes()).collect();
+        let head = CheckpointHeader {
+            encoding: E::KIND.code(),
+            held: self.len() as u64,
+            ..head
+        };
+        write_checkpoint(path, head, &map, self.cells.bytes_mut())
+    }
+
+    /// The state a checkpoint holds (checked by its payload checksum); its header says
+    /// which encoding, and must say this one's.
+    pub(crate) fn load(checkpoint: &Checkpoint) -> Result<State<E>> {
+        let head = &checkpoint.head;
+        assert_eq!(head.encoding, E::KIND.code(), "loaded as another encoding");
+        let mut state = State::try_new(head.held).map_err(|e| {
+            Error::Resources(format!(
+                "cannot allocate the solver state of level {}: {e}",
+                head.seeds
+            ))
+        })?;
+        let mut map = vec![0u8; state.blocks.len() * 8];
+        checkpoint.read(&mut map, state.cells.bytes_mut())?;
+        for (b, bytes) in state.blocks.iter_mut().zip(map.chunks_exact(8)) {
+            *b = u64::from_le_bytes(bytes.try_into().unwrap());
+        }
+        Ok(state)
     }
 
     /// The seeds of threshold `t` among the positions `start..end` (at most a block), as

@@ -1,6 +1,9 @@
 //! A distributed build of many levels: each rank solves its slice of every level with the
 //! engine and keeps it in a slice file; a rerun keeps the levels complete on every rank.
 
+use std::cell::Cell;
+
+use crate::db::checkpoint::{remove_checkpoints, Part};
 use crate::db::layout::{build_command, db_dir, slice, Expect};
 use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
@@ -8,8 +11,9 @@ use crate::error::Error;
 use crate::solve::level::StateKind;
 use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_slice_fits, slice_way};
+use crate::solve::ranks::engine::{solve_slice_saved, SliceCheckpoints};
 use crate::solve::ranks::message;
-use crate::solve::ranks::{solve_slice, Comm, LowerSlices};
+use crate::solve::ranks::{Comm, LowerSlices};
 use crate::util::memory_available;
 
 /// One level of a distributed build, as this rank saw it.
@@ -31,6 +35,11 @@ pub struct SliceReport {
     pub bytes_sent: u64,
     /// This rank's peak resident memory so far, where the system says.
     pub peak_rss: Option<u64>,
+    /// The threshold the level resumed at from the ranks' checkpoints (`None`: built from
+    /// its start, or kept).
+    pub resumed: Option<u8>,
+    /// Checkpoints every rank wrote while building it.
+    pub checkpoints: u32,
 }
 
 /// Builds levels `0..=max_seeds` of the database `rules`-`pits` over the ranks of
@@ -134,6 +143,18 @@ pub fn build_slices<M: Comm>(
         };
         let mut state = None;
         let everywhere = comm.sum(found.is_some() as u64) == ranks as u64;
+        let part = Part { rank, ranks };
+        if everywhere || opts.force {
+            // A level kept needs none; a forced one starts afresh.
+            remove_checkpoints(dir, n, part)?;
+        }
+        let saved = opts.checkpoint_every.map(|every| SliceCheckpoints {
+            dir,
+            pits,
+            every,
+            written: Cell::new(0),
+            resumed: Cell::new(None),
+        });
         let level = match found {
             Some(level) if everywhere => level,
             _ => {
@@ -163,19 +184,29 @@ pub fn build_slices<M: Comm>(
                     values: done.iter().map(|s| s.bytes()).collect(),
                     starts: starts.clone(),
                 };
-                solve_slice(comm, rules, &index, n, kind, &lower, |values| {
-                    write_slice(
-                        &path,
-                        rules,
-                        pits,
-                        n,
-                        expect.positions,
-                        rank,
-                        ranks,
-                        range.clone(),
-                        values,
-                    )
-                })?;
+                solve_slice_saved(
+                    comm,
+                    rules,
+                    &index,
+                    n,
+                    kind,
+                    &lower,
+                    saved.as_ref(),
+                    |values| {
+                        write_slice(
+                            &path,
+                            rules,
+                            pits,
+                            n,
+                            expect.positions,
+                            rank,
+                            ranks,
+                            range.clone(),
+                            values,
+                        )
+                    },
+                )?;
+                remove_checkpoints(dir, n, part)?;
                 // The stream read the slices below: let their pages go.
                 done.iter().for_each(SliceLevel::release);
                 SliceLevel::open(&path, &expect, rank, ranks, range.clone())?
@@ -190,6 +221,8 @@ pub fn build_slices<M: Comm>(
             seconds: t0.elapsed().as_secs_f64(),
             bytes_sent: comm.bytes_sent() - sent0,
             peak_rss: crate::util::peak_rss(),
+            resumed: saved.as_ref().and_then(|s| s.resumed.get()),
+            checkpoints: saved.as_ref().map_or(0, |s| s.written.get()),
         };
         report(&r);
         reports.push(r);

@@ -2,11 +2,17 @@
 //! streaming the lower levels' slices, its backward pass in rounds (the module above says
 //! how).
 
+use std::cell::Cell;
 use std::ops::Range;
+use std::path::Path;
 use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
+use crate::db::checkpoint::{
+    checkpoint_path, list_checkpoints, remove_checkpoints, Checkpoint, CheckpointHeader, Part,
+};
 use crate::db::layout::{largest_slice, owner, slice};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
@@ -54,39 +60,90 @@ pub fn solve_slice<M: Comm, T>(
     lower: &LowerSlices,
     f: impl FnOnce(&[u8]) -> T,
 ) -> T {
+    solve_slice_saved(comm, rules, index, n, kind, lower, None, f)
+}
+
+/// Where the ranks save a level's slices inside the level, and how often (DESIGN.md
+/// section 5.5): each rank in its own folder, all at the same thresholds.
+pub(crate) struct SliceCheckpoints<'a> {
+    /// This rank's database folder.
+    pub(crate) dir: &'a Path,
+    /// The database's pits per side (for the header).
+    pub(crate) pits: usize,
+    /// The interval: the ranks save when any rank's is up.
+    pub(crate) every: Duration,
+    /// Checkpoints written for the level.
+    pub(crate) written: Cell<u32>,
+    /// The threshold the level resumed at, if it did.
+    pub(crate) resumed: Cell<Option<u8>>,
+}
+
+/// [`solve_slice`], saving the slice's state as `checkpoints` says and resuming from the
+/// furthest threshold at which every rank has a good checkpoint.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn solve_slice_saved<M: Comm, T>(
+    comm: &M,
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    kind: StateKind,
+    lower: &LowerSlices,
+    checkpoints: Option<&SliceCheckpoints>,
+    f: impl FnOnce(&[u8]) -> T,
+) -> T {
     assert!(
         index.level_size(n) <= message::INDEX,
         "level {n} is too large for messages"
     );
     match kind {
-        StateKind::Fast => solve_with::<Fast, M, T>(comm, rules, index, n, lower, f),
+        StateKind::Fast => solve_with::<Fast, M, T>(comm, rules, index, n, lower, checkpoints, f),
         StateKind::Compact => {
             assert!(
                 n <= COMPACT_MAX_SEEDS,
                 "the compact state holds at most {COMPACT_MAX_SEEDS} seeds"
             );
-            solve_with::<Compact, M, T>(comm, rules, index, n, lower, f)
+            solve_with::<Compact, M, T>(comm, rules, index, n, lower, checkpoints, f)
         }
     }
 }
 
-/// [`solve_slice`] with the state's encoding `E`.
+/// [`solve_slice_saved`] with the state's encoding `E`.
 fn solve_with<E: Encoding, M: Comm, T>(
     comm: &M,
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &LowerSlices,
+    checkpoints: Option<&SliceCheckpoints>,
     f: impl FnOnce(&[u8]) -> T,
 ) -> T {
+    let started = Instant::now();
     let ranks = comm.size();
     let size = index.level_size(n);
     let mine = slice(size, ranks, comm.rank());
-    let mut state = State::<E>::new(mine.end - mine.start);
-    forward(comm, rules, index, n, lower, &mine, &state);
+    let saver = checkpoints.map(|c| Saver {
+        c,
+        rules,
+        n,
+        size,
+        part: Part {
+            rank: comm.rank(),
+            ranks,
+        },
+        mine: mine.clone(),
+    });
+    let resumed = saver.as_ref().and_then(|s| s.resume::<E, M>(comm));
+    let (mut state, mask, from) = match resumed {
+        Some(r) => r,
+        None => {
+            let mut state = State::<E>::new(mine.end - mine.start);
+            forward(comm, rules, index, n, lower, &mine, &state);
+            let mask = state.survey(0..state.len());
+            (state, mask, n as i8)
+        }
+    };
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
-    let mask = state.survey(0..state.len());
     let masks = comm.exchange(vec![mask.to_le_bytes().to_vec(); ranks]);
     let needed = |t: i8| {
         masks
@@ -94,20 +151,140 @@ fn solve_with<E: Encoding, M: Comm, T>(
             .any(|m| u64::from_le_bytes(m.try_into().unwrap()) & threshold_bit(t) != 0)
     };
     let remote = Ranks { size, ranks };
-    let back = Backward {
-        rules,
-        index,
-        n,
-        state: &state,
-        base: mine.start,
-        remote: &remote,
+    let mut last = started;
+    let mut boundary = |state: &mut State<E>, next: i8| {
+        if let Some(s) = &saver {
+            if s.save(comm, state, next, mask, last) {
+                last = Instant::now();
+            }
+        }
     };
-    for t in (1..=n as i8).rev() {
-        if needed(t) {
-            threshold(comm, &back, &mine, t);
+    if from == n as i8 {
+        boundary(&mut state, from);
+    }
+    for t in (1..=from).rev() {
+        if !needed(t) {
+            continue;
+        }
+        let back = Backward {
+            rules,
+            index,
+            n,
+            state: &state,
+            base: mine.start,
+            remote: &remote,
+        };
+        threshold(comm, &back, &mine, t);
+        if t > 1 {
+            boundary(&mut state, t - 1);
         }
     }
     f(state.finish())
+}
+
+/// A rank's checkpoints of one level.
+struct Saver<'a> {
+    c: &'a SliceCheckpoints<'a>,
+    rules: Rules,
+    n: usize,
+    size: u64,
+    part: Part,
+    mine: Range<u64>,
+}
+
+impl Saver<'_> {
+    /// The header of this rank's checkpoint after threshold `next + 1`.
+    fn header(&self, next: u8, present: u64) -> CheckpointHeader {
+        let written = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        CheckpointHeader {
+            rules: self.rules,
+            pits: self.c.pits,
+            seeds: self.n,
+            positions: self.size,
+            part: self.part,
+            base: self.mine.start,
+            held: self.mine.end - self.mine.start,
+            encoding: 0,
+            next,
+            present,
+            forward_ns: 0,
+            backward_ns: 0,
+            written,
+            map_bytes: 0,
+            state_bytes: 0,
+            checksum: 0,
+        }
+    }
+
+    /// Saves this rank's state at threshold `next` if any rank's interval since `last` is
+    /// up (every rank decides alike, through a sum). Once every rank's is whole, the ones
+    /// before go; if any rank could not write its own, the new ones go instead. Whether
+    /// the ranks saved.
+    fn save<E: Encoding, M: Comm>(
+        &self,
+        comm: &M,
+        state: &mut State<E>,
+        next: i8,
+        present: u64,
+        last: Instant,
+    ) -> bool {
+        let due = last.elapsed() >= self.c.every;
+        if comm.sum(due as u64) == 0 {
+            return false;
+        }
+        let next = next as u8;
+        let dir = self.c.dir;
+        let path = checkpoint_path(dir, self.n, next, self.part);
+        let wrote = state.save(&path, self.header(next, present)).is_ok();
+        let everywhere = comm.sum(wrote as u64) == comm.size() as u64;
+        // A rank that cannot list or remove its files keeps them: the level's end removes
+        // them, and a resume takes only the thresholds every rank holds.
+        for (t, p) in list_checkpoints(dir, self.n, self.part).unwrap_or_default() {
+            if (everywhere && t > next) || (!everywhere && t == next) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        if everywhere {
+            self.c.written.set(self.c.written.get() + 1);
+        }
+        true
+    }
+
+    /// The state at the furthest threshold every rank has a good checkpoint of, with its
+    /// thresholds present and that threshold; `None` (and no checkpoint of the level left)
+    /// if there is none. Every rank calls it and gets the same answer.
+    fn resume<E: Encoding, M: Comm>(&self, comm: &M) -> Option<(State<E>, u64, i8)> {
+        let (dir, n, part) = (self.c.dir, self.n, self.part);
+        let found = list_checkpoints(dir, n, part).unwrap_or_default();
+        let mut held = 0u64;
+        for &(t, _) in &found {
+            if t < 64 {
+                held |= 1 << t;
+            }
+        }
+        let all = comm.exchange(vec![held.to_le_bytes().to_vec(); comm.size()]);
+        let common = all.parts().fold(u64::MAX, |a, m| {
+            a & u64::from_le_bytes(m.try_into().unwrap())
+        });
+        let chosen = (common != 0).then(|| common.trailing_zeros() as u8);
+        let loaded = chosen.and_then(|t| {
+            let path = checkpoint_path(dir, n, t, part);
+            let c = Checkpoint::open(&path, &self.header(t, 0)).ok()?;
+            (c.head.encoding == E::KIND.code()).then_some(())?;
+            let state = State::<E>::load(&c).ok()?;
+            Some((state, c.head.present, t as i8))
+        });
+        let ok = comm.sum(loaded.is_some() as u64) == comm.size() as u64;
+        if !ok || chosen.is_none() {
+            // Started afresh: nothing of before is kept.
+            let _ = remove_checkpoints(dir, n, part);
+            return None;
+        }
+        self.c.resumed.set(chosen);
+        loaded
+    }
 }
 
 /// The forward pass of this rank's slice, with the lower levels read as streams: first
@@ -355,6 +532,133 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod checkpoint_tests {
+    use super::*;
+    use crate::solve::ranks::local::LocalComm;
+
+    /// Level `n` of 4-pit Oware over `ranks` thread ranks, each saving its checkpoints in
+    /// `root/rank<r>` at every chance; `keep` copies, when the level is solved, what each
+    /// rank's folder holds to `root/kept<r>` (a build killed after its last checkpoint).
+    /// The slices concatenated, and the threshold each rank resumed at.
+    fn solve_saved(
+        root: &Path,
+        n: usize,
+        ranks: usize,
+        kind: StateKind,
+        keep: bool,
+    ) -> (Vec<u8>, Vec<Option<u8>>) {
+        let index = Index::new(4, n).unwrap();
+        let truth = crate::solve::level::solve_in_memory(Rules::Oware, &index, n);
+        let comms = LocalComm::group(ranks);
+        let parts: Vec<(Vec<u8>, Option<u8>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = comms
+                .iter()
+                .map(|comm| {
+                    let (index, truth) = (&index, &truth);
+                    s.spawn(move || {
+                        let r = comm.rank();
+                        let dir = root.join(format!("rank{r}"));
+                        std::fs::create_dir_all(&dir).unwrap();
+                        // This rank's slices of the levels below, from the true values.
+                        let starts: Vec<u64> = (0..n)
+                            .map(|m| slice(index.level_size(m), ranks, r).start)
+                            .collect();
+                        let owned: Vec<&[u8]> = (0..n)
+                            .map(|m| {
+                                let part = slice(index.level_size(m), ranks, r);
+                                &truth[m][part.start as usize..part.end as usize]
+                            })
+                            .collect();
+                        let lower = LowerSlices {
+                            values: owned,
+                            starts,
+                        };
+                        let saved = SliceCheckpoints {
+                            dir: &dir,
+                            pits: 4,
+                            every: Duration::ZERO,
+                            written: Cell::new(0),
+                            resumed: Cell::new(None),
+                        };
+                        let values = solve_slice_saved(
+                            comm,
+                            Rules::Oware,
+                            index,
+                            n,
+                            kind,
+                            &lower,
+                            Some(&saved),
+                            |v| {
+                                if keep {
+                                    let to = root.join(format!("kept{r}"));
+                                    std::fs::create_dir_all(&to).unwrap();
+                                    for e in std::fs::read_dir(&dir).unwrap() {
+                                        let e = e.unwrap();
+                                        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+                                    }
+                                }
+                                v.to_vec()
+                            },
+                        );
+                        assert!(saved.written.get() > 0 || saved.resumed.get().is_some());
+                        (values, saved.resumed.get())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(
+            parts
+                .iter()
+                .flat_map(|p| p.0.iter().copied())
+                .eq(truth[n].iter().copied()),
+            "level {n} over {ranks} ranks differs from the single process"
+        );
+        (
+            parts.iter().flat_map(|p| p.0.clone()).collect(),
+            parts.iter().map(|p| p.1).collect(),
+        )
+    }
+
+    /// Thread ranks save their slices at the same thresholds and resume from them, all
+    /// together, to the single process's level; when one rank's checkpoint is damaged,
+    /// every rank starts the level afresh, to the same level.
+    #[test]
+    fn ranks_resume_from_their_checkpoints_together() {
+        for kind in [StateKind::Fast, StateKind::Compact] {
+            let tmp = tempfile::tempdir().unwrap();
+            let (root, n, ranks) = (tmp.path(), 14, 3);
+            let (_, resumed) = solve_saved(root, n, ranks, kind, true);
+            assert_eq!(resumed, vec![None; ranks]);
+            // The checkpoints left when the level was solved, as a kill would leave them.
+            let restore = || {
+                for r in 0..ranks {
+                    let (from, to) = (root.join(format!("kept{r}")), root.join(format!("rank{r}")));
+                    for e in std::fs::read_dir(&from).unwrap() {
+                        let e = e.unwrap();
+                        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+                    }
+                }
+            };
+            restore();
+            let left = list_checkpoints(&root.join("rank1"), n, Part { rank: 1, ranks }).unwrap();
+            assert_eq!(left.len(), 1, "{left:?}");
+            let t = left[0].0;
+            let (_, resumed) = solve_saved(root, n, ranks, kind, false);
+            assert_eq!(resumed, vec![Some(t); ranks]);
+            // Rank 2's checkpoint damaged: no rank resumes, each starts the level afresh.
+            restore();
+            let path = checkpoint_path(&root.join("rank2"), n, t, Part { rank: 2, ranks });
+            let mut bytes = std::fs::read(&path).unwrap();
+            *bytes.last_mut().unwrap() ^= 1;
+            std::fs::write(&path, bytes).unwrap();
+            let (_, resumed) = solve_saved(root, n, ranks, kind, false);
+            assert_eq!(resumed, vec![None; ranks]);
         }
     }
 }

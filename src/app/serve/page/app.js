@@ -20,6 +20,8 @@ const S = {
   auto: [false, false],
   editing: false,
   analysis: null,
+  // Why the position shown has no value (the server's error), or null.
+  error: null,
   // Bumped on every change: an answer for an older state is dropped.
   generation: 0,
   cache: new Map(),
@@ -224,6 +226,11 @@ function render() {
       vw.textContent = `${NAMES[st.toMove]} to move: ${valueWords(a.value)}${fromHere} (value ${signed(a.value)})`;
       sw.textContent = `With perfect play the game ends ${NAMES[0]} ${score[0]}, ${NAMES[1]} ${score[1]}: ${verdict(score)} (${seeds(n)} on the board).`;
     }
+  } else if (S.error) {
+    // The headline says what is wrong rather than waiting for a value that will not come.
+    vw.className = "error";
+    vw.textContent = `No value for this position: ${S.error}`;
+    sw.textContent = "";
   } else {
     vw.textContent = "…";
     sw.textContent = "";
@@ -276,10 +283,28 @@ function syncUrl() {
   if (location.hash !== h) history.replaceState(null, "", h);
 }
 
+// The permalink's position, null without one, or { wrong } saying why it names no
+// position served here.
 function fromUrl() {
-  const m = /^#([a-z]+)\/(\d+)\/([\d,]+)$/.exec(location.hash);
-  if (!m) return null;
-  return { rules: m[1], pits: +m[2], pos: m[3].split(",").map(Number) };
+  if (location.hash === "" || location.hash === "#") return null;
+  const m = /^#([a-z]+)\/(\d+)\/(\d+(?:,\d+)*)$/.exec(location.hash);
+  if (!m) {
+    return { wrong: `${location.hash} is not a permalink (#rules/pits/counts, e.g. #awari/6/4,4,4,4,4,4,4,4,4,4,4,4)` };
+  }
+  const u = { rules: m[1], pits: +m[2], pos: m[3].split(",").map(Number) };
+  if (!S.databases.some((d) => d.rules === u.rules && d.pits === u.pits)) {
+    const served = S.databases.map((d) => `${d.rules}-${d.pits}`).join(", ") || "none";
+    u.wrong = `no ${u.rules} database of ${u.pits} pits per side is served here (served: ${served})`;
+  } else if (u.pos.length !== 2 * u.pits) {
+    u.wrong = `${location.hash} gives ${u.pos.length} pit counts; a board of ${u.pits} pits per side has ${2 * u.pits}`;
+  }
+  return u;
+}
+
+// Says why the permalink was not followed (the page shows what it showed, or the start).
+function notice(msg) {
+  $("notice").textContent = msg ? `Link not followed: ${msg}.` : "";
+  $("notice").hidden = !msg;
 }
 
 // --- actions ---
@@ -290,6 +315,7 @@ async function refresh() {
   S.analysis = null;
   $("board").dataset.state = "loading";
   $("error").hidden = true;
+  S.error = null;
   render();
   if (S.editing || st.ended) {
     $("board").dataset.state = "ready";
@@ -309,6 +335,7 @@ async function refresh() {
 }
 
 function showError(msg) {
+  S.error = msg;
   $("error").textContent = msg;
   $("error").hidden = false;
   $("board").dataset.state = "error";
@@ -527,12 +554,18 @@ function wire() {
   }
   $("db-select").addEventListener("change", (e) => {
     const [rules, pits] = e.target.value.split("-");
+    notice(null);
     selectDatabase(rules, +pits);
     S.editing = false;
     refresh();
   });
   window.addEventListener("hashchange", () => {
     const u = fromUrl();
+    if (u && u.wrong) {
+      notice(u.wrong);
+      return;
+    }
+    notice(null);
     if (!u || (u.rules === S.rules && u.pits === S.pits && u.pos.join(",") === current().pos.join(","))) return;
     selectDatabase(u.rules, u.pits, u.pos);
     refresh();
@@ -580,10 +613,10 @@ async function main() {
     sel.appendChild(o);
   }
   const u = fromUrl();
-  const known = (r, p) => S.databases.some((d) => d.rules === r && d.pits === p);
-  if (u && known(u.rules, u.pits) && u.pos.length === 2 * u.pits) {
+  if (u && !u.wrong) {
     selectDatabase(u.rules, u.pits, u.pos);
   } else {
+    if (u) notice(u.wrong);
     const d = S.databases.find((d) => d.rules === "awari" && d.pits === 6) || S.databases[0];
     if (!d) {
       showError("no database is served");

@@ -1,0 +1,477 @@
+//! Checkpoints inside a level (DESIGN.md section 4.5): the solver state of a level being
+//! built, saved after its forward pass and between thresholds of its backward pass, so
+//! that a stopped build resumes there instead of starting the level again.
+//!
+//! A file `level-NNN.tTT.awc` (over ranks `level-NNN.tTT.RofS.awc`, rank `R` of `S`)
+//! holds the state once every threshold above `TT` is done (`TT = NNN` right after the
+//! forward pass). Header (little-endian, the rest of the first 4096 bytes zero):
+//!
+//! | bytes    | field |
+//! |----------|-------|
+//! | 0..40    | a raw level's header fields (section 4.3) with the magic `AWARICKP` and format version 1; the positions are the whole level's, the checksum the payload's (below) |
+//! | 40       | state encoding (1 fast, 2 compact) |
+//! | 41       | the next threshold to run (`TT`) |
+//! | 44..48   | rank |
+//! | 48..52   | ranks |
+//! | 56..64   | first position held (the slice's start; 0 in one process) |
+//! | 64..72   | positions held |
+//! | 72..80   | thresholds present (the map's union, [`threshold_bit`](crate::solve::level)) |
+//! | 80..88   | forward pass, nanoseconds |
+//! | 88..96   | backward pass so far, nanoseconds |
+//! | 96..104  | written at, seconds since 1970 (UTC) |
+//! | 104..112 | threshold map bytes |
+//! | 112..120 | state bytes |
+//! | 120..128 | header checksum (XXH3-64 of bytes 0..120) |
+//!
+//! The payload (from byte 4096): the threshold map, then the state's bytes. Its checksum
+//! is the XXH3-64 of the XXH3-64s of its 32 MiB pieces (each part cut on its own), so
+//! that threads compute it at once. A checkpoint is written under a temporary name,
+//! synced and renamed into place: a kill leaves the previous one whole.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::db::raw::{Header, TmpFile, PAYLOAD_OFFSET};
+use crate::error::{Error, Result};
+use crate::game::rules::Rules;
+use crate::util::read_exact_at_parallel;
+
+/// The magic of a checkpoint.
+pub const MAGIC: [u8; 8] = *b"AWARICKP";
+/// The checkpoint format this tool writes and reads.
+pub const VERSION: u32 = 1;
+/// Bytes of a header checked by its checksum.
+const CHECKED: usize = 120;
+/// Bytes hashed apart for the payload checksum.
+const PIECE: usize = 1 << 25;
+
+/// Which positions of a level a checkpoint holds: the whole level (one process), or rank
+/// `rank`'s slice of a build over `ranks` ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// This rank.
+    pub rank: usize,
+    /// Ranks in all (1 for one process).
+    pub ranks: usize,
+}
+
+impl Part {
+    /// The whole level, in one process.
+    pub const WHOLE: Part = Part { rank: 0, ranks: 1 };
+}
+
+/// What a checkpoint says of itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointHeader {
+    /// The rule set.
+    pub rules: Rules,
+    /// Pits per side.
+    pub pits: usize,
+    /// The level.
+    pub seeds: usize,
+    /// Positions of the whole level.
+    pub positions: u64,
+    /// Which part of the level.
+    pub part: Part,
+    /// The first position held.
+    pub base: u64,
+    /// Positions held.
+    pub held: u64,
+    /// The state's encoding: 1 fast, 2 compact.
+    pub encoding: u8,
+    /// The next threshold to run: every threshold above it is done.
+    pub next: u8,
+    /// The thresholds at which a position held may seed (the threshold map's union).
+    pub present: u64,
+    /// The forward pass's wall time, nanoseconds.
+    pub forward_ns: u64,
+    /// The backward pass's wall time so far, nanoseconds.
+    pub backward_ns: u64,
+    /// When it was written, seconds since 1970 (UTC).
+    pub written: u64,
+    /// Bytes of the threshold map.
+    pub map_bytes: u64,
+    /// Bytes of the state.
+    pub state_bytes: u64,
+    /// The payload checksum (see the module).
+    pub checksum: u64,
+}
+
+impl CheckpointHeader {
+    /// The header block as stored at the start of the file.
+    pub fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
+        let mut h = [0u8; PAYLOAD_OFFSET];
+        let level = Header {
+            rules: self.rules,
+            pits: self.pits,
+            seeds: self.seeds,
+            positions: self.positions,
+            checksum: self.checksum,
+        };
+        level.encode_fields(&mut h, MAGIC, VERSION);
+        h[40] = self.encoding;
+        h[41] = self.next;
+        h[44..48].copy_from_slice(&(self.part.rank as u32).to_le_bytes());
+        h[48..52].copy_from_slice(&(self.part.ranks as u32).to_le_bytes());
+        for (at, x) in [
+            (56, self.base),
+            (64, self.held),
+            (72, self.present),
+            (80, self.forward_ns),
+            (88, self.backward_ns),
+            (96, self.written),
+            (104, self.map_bytes),
+            (112, self.state_bytes),
+        ] {
+            h[at..at + 8].copy_from_slice(&x.to_le_bytes());
+        }
+        let hc = xxh3_64(&h[0..CHECKED]);
+        h[CHECKED..CHECKED + 8].copy_from_slice(&hc.to_le_bytes());
+        h
+    }
+
+    /// Decodes the header of the file at `path`; the error says what is wrong with it.
+    pub fn decode(path: &Path, h: &[u8]) -> Result<CheckpointHeader> {
+        let level = Header::decode_layout(h, MAGIC, VERSION, CHECKED, "a checkpoint")
+            .map_err(|problem| Error::format(path, problem))?;
+        let u32_at = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().unwrap()) as usize;
+        let u64_at = |i: usize| u64::from_le_bytes(h[i..i + 8].try_into().unwrap());
+        let head = CheckpointHeader {
+            rules: level.rules,
+            pits: level.pits,
+            seeds: level.seeds,
+            positions: level.positions,
+            part: Part {
+                rank: u32_at(44),
+                ranks: u32_at(48),
+            },
+            base: u64_at(56),
+            held: u64_at(64),
+            encoding: h[40],
+            next: h[41],
+            present: u64_at(72),
+            forward_ns: u64_at(80),
+            backward_ns: u64_at(88),
+            written: u64_at(96),
+            map_bytes: u64_at(104),
+            state_bytes: u64_at(112),
+            checksum: level.checksum,
+        };
+        let bad = |problem: String| Err(Error::format(path, problem));
+        if !(1..=2).contains(&head.encoding) {
+            return bad(format!("unknown state encoding {}", head.encoding));
+        }
+        if head.next as usize > head.seeds || head.next == 0 {
+            return bad(format!(
+                "threshold {} out of range for level {}",
+                head.next, head.seeds
+            ));
+        }
+        if head.part.ranks == 0 || head.part.rank >= head.part.ranks {
+            return bad(format!("rank {} of {}", head.part.rank, head.part.ranks));
+        }
+        if head
+            .base
+            .checked_add(head.held)
+            .is_none_or(|e| e > head.positions)
+        {
+            return bad(format!(
+                "positions {}..+{} outside a level of {}",
+                head.base, head.held, head.positions
+            ));
+        }
+        Ok(head)
+    }
+
+    /// Bytes of the payload.
+    fn payload_bytes(&self) -> u64 {
+        self.map_bytes.saturating_add(self.state_bytes)
+    }
+}
+
+/// The file of the checkpoint of level `n` whose next threshold is `next`.
+pub fn checkpoint_path(dir: &Path, n: usize, next: u8, part: Part) -> PathBuf {
+    if part == Part::WHOLE {
+        dir.join(format!("level-{n:03}.t{next:02}.awc"))
+    } else {
+        let Part { rank, ranks } = part;
+        dir.join(format!("level-{n:03}.t{next:02}.{rank}of{ranks}.awc"))
+    }
+}
+
+/// The checkpoints of level `n` of `part` in `dir`: each one's next threshold and file,
+/// the furthest on (lowest threshold) first. Temporary files left by a kill are removed.
+pub fn list_checkpoints(dir: &Path, n: usize, part: Part) -> Result<Vec<(u8, PathBuf)>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let prefix = format!("level-{n:03}.t");
+        let Some(rest) = name.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some(next) = rest.get(..2).and_then(|t| t.parse::<u8>().ok()) else {
+            continue;
+        };
+        let path = checkpoint_path(dir, n, next, part);
+        if path.file_name() == Some(entry.file_name().as_os_str()) {
+            found.push((next, path));
+        } else if name.ends_with(".awc.tmp")
+            && path.with_extension("awc.tmp").file_name() == Some(entry.file_name().as_os_str())
+        {
+            // A checkpoint being written when the build stopped.
+            let tmp = entry.path();
+            fs::remove_file(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Removes every checkpoint of level `n` of `part` in `dir` (the level is done, or its
+/// checkpoints are not to be used).
+pub fn remove_checkpoints(dir: &Path, n: usize, part: Part) -> Result<()> {
+    for (_, path) in list_checkpoints(dir, n, part)? {
+        fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// The payload checksum of `parts` (see the module), computed by the rayon threads.
+fn checksum(parts: &[&[u8]]) -> u64 {
+    let mut hashes = Vec::new();
+    for part in parts {
+        let piece: Vec<u64> = part.par_chunks(PIECE).map(xxh3_64).collect();
+        hashes.extend(piece.iter().flat_map(|h| h.to_le_bytes()));
+    }
+    xxh3_64(&hashes)
+}
+
+/// Writes a checkpoint to `path`: `head` (its sizes and checksum filled in here) and the
+/// threshold map and state bytes, under a temporary name, synced and renamed into place.
+pub fn write_checkpoint(
+    path: &Path,
+    mut head: CheckpointHeader,
+    map: &[u8],
+    state: &[u8],
+) -> Result<()> {
+    head.map_bytes = map.len() as u64;
+    head.state_bytes = state.len() as u64;
+    head.checksum = checksum(&[map, state]);
+    let mut file = TmpFile::create(path)?;
+    file.write(&[0u8; PAYLOAD_OFFSET])?;
+    file.write(map)?;
+    file.write(state)?;
+    file.finish(&[&head.encode()])
+}
+
+/// An open checkpoint whose header has been checked.
+#[derive(Debug)]
+pub struct Checkpoint {
+    path: PathBuf,
+    file: File,
+    /// What it says of itself.
+    pub head: CheckpointHeader,
+}
+
+impl Checkpoint {
+    /// Opens the checkpoint at `path` and checks its header against what the build wants
+    /// (`want`'s rule set, pits, level, positions, part and positions held): a damaged,
+    /// truncated or foreign file is refused with what is wrong.
+    pub fn open(path: &Path, want: &CheckpointHeader) -> Result<Checkpoint> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let mut h = vec![0u8; PAYLOAD_OFFSET.min(len as usize)];
+        read_exact_at_parallel(&file, 0, &mut h).map_err(|e| Error::io(path, e))?;
+        let head = CheckpointHeader::decode(path, &h)?;
+        let what = |h: &CheckpointHeader| {
+            format!(
+                "{}-{} level {} ({} positions), rank {} of {}, positions {}..+{}",
+                h.rules, h.pits, h.seeds, h.positions, h.part.rank, h.part.ranks, h.base, h.held
+            )
+        };
+        let same = (head.rules, head.pits, head.seeds, head.positions, head.part)
+            == (want.rules, want.pits, want.seeds, want.positions, want.part)
+            && (head.base, head.held) == (want.base, want.held);
+        if !same {
+            return Err(Error::format(
+                path,
+                format!(
+                    "a checkpoint of {}, not of this build's {}",
+                    what(&head),
+                    what(want)
+                ),
+            ));
+        }
+        let expect = PAYLOAD_OFFSET as u64 + head.payload_bytes();
+        if len != expect {
+            return Err(Error::format(
+                path,
+                format!("truncated or extended: {len} bytes, its header says {expect}"),
+            ));
+        }
+        Ok(Checkpoint {
+            path: path.to_path_buf(),
+            file,
+            head,
+        })
+    }
+
+    /// Reads the threshold map into `map` and the state into `state` (each as long as the
+    /// header says) and checks the payload checksum.
+    pub fn read(&self, map: &mut [u8], state: &mut [u8]) -> Result<()> {
+        let io = |e| Error::io(&self.path, e);
+        if (map.len() as u64, state.len() as u64) != (self.head.map_bytes, self.head.state_bytes) {
+            return Err(Error::format(
+                &self.path,
+                format!(
+                    "holds {} + {} bytes of state, this build's has {} + {}",
+                    self.head.map_bytes,
+                    self.head.state_bytes,
+                    map.len(),
+                    state.len()
+                ),
+            ));
+        }
+        let at = PAYLOAD_OFFSET as u64;
+        read_exact_at_parallel(&self.file, at, map).map_err(io)?;
+        read_exact_at_parallel(&self.file, at + map.len() as u64, state).map_err(io)?;
+        let got = checksum(&[map, state]);
+        if got != self.head.checksum {
+            return Err(Error::format(
+                &self.path,
+                format!(
+                    "damaged payload (checksum {got:016x}, header says {:016x})",
+                    self.head.checksum
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head() -> CheckpointHeader {
+        CheckpointHeader {
+            rules: Rules::Oware,
+            pits: 6,
+            seeds: 20,
+            positions: 1000,
+            part: Part::WHOLE,
+            base: 0,
+            held: 1000,
+            encoding: 2,
+            next: 7,
+            present: 0b1010_0110,
+            forward_ns: 123,
+            backward_ns: 456,
+            written: 1_800_000_000,
+            map_bytes: 0,
+            state_bytes: 0,
+            checksum: 0,
+        }
+    }
+
+    #[test]
+    fn written_checkpoints_read_back_and_list_furthest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let map: Vec<u8> = (0..128u32).map(|i| i as u8).collect();
+        let state: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        for next in [9, 7] {
+            let h = CheckpointHeader { next, ..head() };
+            write_checkpoint(
+                &checkpoint_path(dir.path(), 20, next, Part::WHOLE),
+                h,
+                &map,
+                &state,
+            )
+            .unwrap();
+        }
+        // Another level's, another rank's, and a temporary file left by a kill.
+        write_checkpoint(
+            &checkpoint_path(dir.path(), 21, 3, Part::WHOLE),
+            head(),
+            &map,
+            &state,
+        )
+        .unwrap();
+        let other = Part { rank: 1, ranks: 2 };
+        write_checkpoint(
+            &checkpoint_path(dir.path(), 20, 5, other),
+            head(),
+            &map,
+            &state,
+        )
+        .unwrap();
+        let tmp = dir.path().join("level-020.t05.awc.tmp");
+        fs::write(&tmp, b"half").unwrap();
+        let listed = list_checkpoints(dir.path(), 20, Part::WHOLE).unwrap();
+        let nexts: Vec<u8> = listed.iter().map(|(t, _)| *t).collect();
+        assert_eq!(nexts, [7, 9]);
+        assert!(!tmp.exists());
+        let c = Checkpoint::open(&listed[0].1, &head()).unwrap();
+        assert_eq!(c.head.next, 7);
+        assert_eq!(c.head.present, 0b1010_0110);
+        assert_eq!((c.head.map_bytes, c.head.state_bytes), (128, 1000));
+        let (mut m, mut s) = (vec![0; 128], vec![0; 1000]);
+        c.read(&mut m, &mut s).unwrap();
+        assert_eq!((m, s), (map.clone(), state.clone()));
+        remove_checkpoints(dir.path(), 20, Part::WHOLE).unwrap();
+        assert!(list_checkpoints(dir.path(), 20, Part::WHOLE)
+            .unwrap()
+            .is_empty());
+        assert_eq!(list_checkpoints(dir.path(), 20, other).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn damaged_truncated_and_foreign_checkpoints_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = checkpoint_path(dir.path(), 20, 7, Part::WHOLE);
+        let state = vec![3u8; 1000];
+        write_checkpoint(&path, head(), &[1; 16], &state).unwrap();
+        let good = fs::read(&path).unwrap();
+        let refused = |bytes: &[u8], want: &CheckpointHeader| -> String {
+            fs::write(&path, bytes).unwrap();
+            match Checkpoint::open(&path, want) {
+                Err(e) => e.to_string(),
+                Ok(c) => c
+                    .read(&mut [0; 16], &mut [0; 1000])
+                    .unwrap_err()
+                    .to_string(),
+            }
+        };
+        let mut flipped = good.clone();
+        flipped[PAYLOAD_OFFSET + 500] ^= 1;
+        assert!(refused(&flipped, &head()).contains("damaged payload"));
+        let mut header = good.clone();
+        header[70] ^= 1;
+        assert!(refused(&header, &head()).contains("damaged header"));
+        assert!(refused(&good[..good.len() - 1], &head()).contains("truncated"));
+        assert!(refused(&good[..100], &head()).contains("truncated"));
+        let awari = CheckpointHeader {
+            rules: Rules::Awari,
+            ..head()
+        };
+        let e = refused(&good, &awari);
+        assert!(e.contains("a checkpoint of oware-6 level 20"), "{e}");
+        let mut level = good.clone();
+        level[0..8].copy_from_slice(b"AWARIDB\0");
+        assert!(refused(&level, &head()).contains("not a checkpoint"));
+        // The good one still reads.
+        fs::write(&path, &good).unwrap();
+        let c = Checkpoint::open(&path, &head()).unwrap();
+        c.read(&mut [0; 16], &mut [0; 1000]).unwrap();
+    }
+}

@@ -1,0 +1,274 @@
+//! Checkpoints inside a level (DESIGN.md section 5.5): `awari build` killed with SIGKILL
+//! at moments inside a level (in its forward pass, while a checkpoint is being written,
+//! between thresholds, late in its backward pass) and run again resumes from its last
+//! checkpoint and writes the bytes a build without checkpoints writes, in both states and
+//! under both rule sets; a truncated, changed or foreign checkpoint is refused in one line
+//! and the level built afresh.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{text, BIN};
+
+/// The board and the level killed: 5 pits, level 17 (2.8 million positions, about 2 s
+/// with a checkpoint at every threshold on 2 cores).
+const PITS: usize = 5;
+const LEVEL: usize = 17;
+
+/// When the build is killed.
+#[derive(Clone, Copy, Debug)]
+enum Moment {
+    /// Before any checkpoint of the level: its forward pass.
+    Forward,
+    /// While a checkpoint's temporary file is there, once one before it is whole.
+    Writing,
+    /// Once a checkpoint at threshold `t` or lower is whole.
+    After(u8),
+}
+
+fn db(root: &Path, rules: &str) -> PathBuf {
+    root.join(format!("{rules}-{PITS}"))
+}
+
+fn build_args<'a>(root: &'a str, rules: &'a str, state: &'a str, every: &'a str) -> Vec<String> {
+    [
+        "build",
+        "--dir",
+        root,
+        "--rules",
+        rules,
+        "--pits",
+        "5",
+        "--max-seeds",
+        "17",
+        "--state",
+        state,
+        "--checkpoint-every",
+        every,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The level file a build without checkpoints writes, and a folder holding the levels
+/// below it.
+fn reference(root: &Path, rules: &str, state: &str) -> (Vec<u8>, PathBuf) {
+    let args = build_args(root.to_str().unwrap(), rules, state, "off");
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = db(root, rules);
+    let level = std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap();
+    (level, dir)
+}
+
+/// A fresh folder under `under` holding levels `0..LEVEL` from `from`.
+fn below(under: &Path, name: &str, rules: &str, from: &Path) -> PathBuf {
+    let root = under.join(name);
+    let dir = db(&root, rules);
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in 0..LEVEL {
+        let f = format!("level-{n:03}.awl");
+        std::fs::copy(from.join(&f), dir.join(&f)).unwrap();
+    }
+    root
+}
+
+/// The level's checkpoints in `dir`: (threshold, file name), and temporary files.
+fn checkpoints(dir: &Path) -> (Vec<(u8, String)>, Vec<String>) {
+    let (mut whole, mut tmp) = (Vec::new(), Vec::new());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (whole, tmp);
+    };
+    let prefix = format!("level-{LEVEL:03}.t");
+    for e in entries.flatten() {
+        let name = e.file_name().into_string().unwrap();
+        if name.ends_with(".awc.tmp") {
+            tmp.push(name);
+        } else if let Some(t) = name
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".awc"))
+        {
+            whole.push((t.parse().unwrap(), name));
+        }
+    }
+    whole.sort();
+    (whole, tmp)
+}
+
+/// Runs the build of level `LEVEL` in `root` and kills it (SIGKILL) at `moment`: the
+/// checkpoints it left, or `None` if the level finished first.
+fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<u8>> {
+    let args = build_args(root.to_str().unwrap(), rules, state, "0s");
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = db(root, rules);
+    let level = dir.join(format!("level-{LEVEL:03}.awl"));
+    let started = Instant::now();
+    loop {
+        if level.exists() || child.try_wait().unwrap().is_some() {
+            child.wait().unwrap();
+            return None;
+        }
+        let (whole, tmp) = checkpoints(&dir);
+        let now = match moment {
+            // The lower levels are checked and read first: well inside the forward pass.
+            Moment::Forward => started.elapsed() > Duration::from_millis(150) || !whole.is_empty(),
+            Moment::Writing => !tmp.is_empty() && !whole.is_empty(),
+            Moment::After(t) => whole.first().is_some_and(|&(k, _)| k <= t),
+        };
+        if now {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    Some(checkpoints(&dir).0.iter().map(|&(t, _)| t).collect())
+}
+
+/// Runs the build again (with a checkpoint at every chance): its report line of the level
+/// and its warnings.
+fn resume(root: &Path, rules: &str, state: &str) -> (String, Vec<String>) {
+    let args = build_args(root.to_str().unwrap(), rules, state, "0s");
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&LEVEL.to_string()))
+        .unwrap_or_else(|| panic!("no line of level {LEVEL} in {stdout}"))
+        .to_string();
+    let warnings = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .map(str::to_string)
+        .collect();
+    (line, warnings)
+}
+
+/// Kills at `moments`, resumes, and checks each time: the same level as `want`, resumed
+/// from the furthest checkpoint left (the report says at which threshold), no checkpoint
+/// left behind. Returns how many kills left a checkpoint.
+fn kill_and_resume(
+    tmp: &Path,
+    rules: &str,
+    state: &str,
+    want: &[u8],
+    from: &Path,
+    moments: &[Moment],
+) -> usize {
+    let mut resumed = 0;
+    for (k, &moment) in moments.iter().enumerate() {
+        let root = below(tmp, &format!("{rules}-{state}-{k}"), rules, from);
+        let Some(left) = kill_at(&root, rules, state, moment) else {
+            panic!("{rules} {state} {moment:?}: the level finished before the kill");
+        };
+        let (line, warnings) = resume(&root, rules, state);
+        assert!(warnings.is_empty(), "{moment:?}: {warnings:?}");
+        match left.first() {
+            Some(t) => {
+                resumed += 1;
+                assert!(
+                    line.contains(&format!("{state}, resumed at threshold {t}")),
+                    "{rules} {state} {moment:?}: {line}"
+                );
+            }
+            None => assert!(!line.contains("resumed"), "{moment:?}: {line}"),
+        }
+        let dir = db(&root, rules);
+        let got = std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap();
+        assert!(
+            got == want,
+            "{rules} {state} {moment:?}: level {LEVEL} differs"
+        );
+        assert_eq!(checkpoints(&dir), (vec![], vec![]), "{moment:?}");
+        if let Moment::After(t) = moment {
+            assert!(
+                left.first().is_some_and(|&f| f <= t),
+                "{moment:?}: {left:?}"
+            );
+        }
+    }
+    resumed
+}
+
+mod slow {
+    use super::*;
+
+    /// Twelve kills over both rule sets and both states.
+    #[test]
+    fn killed_builds_resume_to_the_same_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let all = [
+            Moment::Forward,
+            Moment::Writing,
+            Moment::After(12),
+            Moment::After(3),
+        ];
+        let some = [Moment::Forward, Moment::After(3)];
+        for (rules, state, moments) in [
+            ("awari", "fast", &all[..]),
+            ("oware", "compact", &all[..]),
+            ("awari", "compact", &some[..]),
+            ("oware", "fast", &some[..]),
+        ] {
+            let (want, from) =
+                reference(&tmp.path().join(format!("{rules}-{state}")), rules, state);
+            let resumed = kill_and_resume(tmp.path(), rules, state, &want, &from, moments);
+            // Every kill but the one in the forward pass left a checkpoint.
+            assert_eq!(resumed, moments.len() - 1, "{rules} {state}");
+        }
+    }
+
+    /// A truncated, a changed and a foreign checkpoint: each refused in one warning, the
+    /// level built from its start to the same bytes.
+    #[test]
+    fn bad_checkpoints_are_refused_and_the_level_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (want, from) = reference(&tmp.path().join("ref"), "awari", "fast");
+        let (_, oware) = reference(&tmp.path().join("oware"), "oware", "fast");
+        let left = |name: &str, rules: &str, from: &Path| -> (PathBuf, PathBuf) {
+            let root = below(tmp.path(), name, rules, from);
+            let left = kill_at(&root, rules, "fast", Moment::After(10)).unwrap();
+            let dir = db(&root, rules);
+            // The one before it, if the kill came before it was removed, would be used.
+            for t in &left[1..] {
+                std::fs::remove_file(dir.join(format!("level-{LEVEL:03}.t{t:02}.awc"))).unwrap();
+            }
+            let file = dir.join(format!("level-{LEVEL:03}.t{:02}.awc", left[0]));
+            (root, file)
+        };
+        let (_, foreign) = left("oware-killed", "oware", &oware);
+        for (case, said) in [
+            ("truncated", "truncated"),
+            ("changed", "damaged payload"),
+            ("foreign", "a checkpoint of oware-5 level 17"),
+        ] {
+            let (root, file) = left(case, "awari", &from);
+            let mut bytes = std::fs::read(&file).unwrap();
+            match case {
+                "truncated" => bytes.truncate(bytes.len() - 4096),
+                "changed" => *bytes.last_mut().unwrap() ^= 0x10,
+                _ => bytes = std::fs::read(&foreign).unwrap(),
+            }
+            std::fs::write(&file, &bytes).unwrap();
+            let (line, warnings) = resume(&root, "awari", "fast");
+            assert_eq!(warnings.len(), 1, "{case}: {warnings:?}");
+            assert!(
+                warnings[0].contains("refused") && warnings[0].contains(said),
+                "{case}: {warnings:?}"
+            );
+            assert!(!line.contains("resumed"), "{case}: {line}");
+            let dir = db(&root, "awari");
+            let got = std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap();
+            assert!(got == want, "{case}: level {LEVEL} differs");
+            assert_eq!(checkpoints(&dir), (vec![], vec![]), "{case}");
+        }
+    }
+}
