@@ -62,9 +62,18 @@ pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
 /// machine has it; the partition of a level into slices (DESIGN.md section 5.4).
 pub mod plan {
     pub use crate::solve::plan::{
-        check_build_fits, check_level_fits, check_slice_fits, plan, rate_at, way, way_cost, Ask,
-        Fit, LevelPlan, Machine, Rate, Room, DEFAULT_PACK_RATIO, RATE_FALL, STREAM_BUFFER,
+        check_build_fits, check_level_fits, check_slice_fits, measured_rate, plan, rate_at, way,
+        way_cost, Ask, Calibration, Fit, LevelPlan, Machine, Measured, Rate, Room, BUSY_AT_LEAST,
+        DEFAULT_PACK_RATIO, MEASURED_FROM, MEASURED_LEVELS, RATE_FALL, STREAM_BUFFER,
     };
+
+    /// The rates a build measured, one line per level built, in `rates.csv` of the
+    /// database folder (DESIGN.md section 8).
+    pub mod rates {
+        pub use crate::solve::rates::{
+            append, busy, rates_path, read, LevelRate, Rates, HEADER, RATES_FILE,
+        };
+    }
 }
 
 /// For programs that work on the files or positions themselves, and for the `awari`
@@ -90,7 +99,7 @@ pub mod expert {
     /// process and machine.
     pub mod figures {
         pub use crate::util::{
-            bytes, disk_available, group, memory_available, memory_total, peak_rss,
+            bytes, cpu_seconds, disk_available, group, memory_available, memory_total, peak_rss,
         };
     }
 

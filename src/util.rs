@@ -1,6 +1,6 @@
 //! Small helpers that know nothing of the game or its files: thousands separators, a
 //! cache prefetch hint, anonymous memory in huge pages, parallel reads of a large file,
-//! the process's peak memory, and the progress bar of one level.
+//! the process's peak memory and CPU time, and the progress bar of one level.
 
 /// Positions per parallel task of a pass over a level (the solver's passes, verify, the
 /// exit model): large enough to amortise an unrank, small enough to balance two to a few
@@ -165,6 +165,26 @@ pub fn peak_rss() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// CPU time this process's threads have had so far, in seconds, where the OS says.
+/// Against wall time it tells how much of a timed run the machine gave it: a run whose
+/// threads were kept off the cores by other work has much less CPU time than wall time.
+pub fn cpu_seconds() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        let mut t = std::mem::MaybeUninit::<libc::timespec>::uninit();
+        // SAFETY: `t` is a timespec that clock_gettime fills when it returns 0.
+        let t = unsafe {
+            if libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, t.as_mut_ptr()) != 0 {
+                return None;
+            }
+            t.assume_init()
+        };
+        Some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 /// A field of `/proc/meminfo` in bytes (`MemTotal`, `MemAvailable`), where the OS says.

@@ -149,11 +149,13 @@ impl Db {
     }
 }
 
-/// The level files of one database folder, in order, with their bytes.
+/// The level files of one database folder, in order, with their bytes (not the rates
+/// file, which holds times).
 fn level_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<_> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap() != "rates.csv")
         .map(|p| {
             let name = p.file_name().unwrap().to_str().unwrap().to_string();
             (name, fs::read(&p).unwrap())
@@ -1027,6 +1029,120 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
             .unwrap()
             .to_string()
     };
-    assert!(line(4).ends_with("yes (built: 5 kB raw)"), "{out}");
+    // With the time the build took, from the rates file it wrote.
+    assert!(line(4).ends_with("yes (built: 5 kB raw in 0.0 s)"), "{out}");
     assert!(line(5).ends_with("yes"), "{out}");
+    let recorded = fs::read_to_string(root.join("awari-6/rates.csv")).unwrap();
+    assert_eq!(recorded.lines().count(), 6, "{recorded}");
+    assert!(
+        recorded.lines().nth(5).unwrap().starts_with("4,1365,"),
+        "{recorded}"
+    );
+}
+
+/// `awari plan` in a folder whose builds recorded their rates: it plans with those of the
+/// largest levels, says which and from which file, and runs no calibration.
+#[test]
+fn plan_takes_the_rates_a_build_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("db");
+    let dir = root.join("awari-6");
+    fs::create_dir_all(&dir).unwrap();
+    // Levels 22..=25 of Awari on 2 threads, quiet (the CPU time near twice the wall
+    // time); level 25 with the compact state and a stream. A level 24 line cut short
+    // (a killed build) and a foreign line are left out.
+    fs::write(
+        dir.join("rates.csv"),
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes,cpu_seconds,state,lower,finished_unix\n\
+         22,180498825,2,22.562,7.0,15.0,4000063,,42.868,fast,random,1764734400\n\
+         23,264623580,2,33.926,11.0,22.0,3900011,,64.459,fast,random,1764734400\n\
+         not,a,line\n\
+         24,382628610,2,50.346,17.0,33.0,3799990,,95.657,fast,random,1764734400\n\
+         25,546177996,2,110.712,36.0,73.0,2466661,,210.353,compact,stream,1764734400\n\
+         24,382628610,2,10.0,",
+    )
+    .unwrap();
+    let (done, stdout, stderr) = run(&[
+        "plan",
+        "--max-seeds",
+        "27",
+        "--dir",
+        root.to_str().unwrap(),
+        "--cores-per-node",
+        "2",
+        "--memory-per-node",
+        "24",
+    ]);
+    assert!(done, "{stderr}");
+    assert!(!stderr.contains("calibrating"), "{stderr}");
+    assert!(
+        stderr.contains("2 line(s) of") && stderr.contains("rates.csv not understood"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("measured by the build of level(s) 23, 24, 25 in ")
+            && stdout.contains("rates.csv, 2 thread(s)"),
+        "{stdout}"
+    );
+    // Each referred to level 25's size (as size^-0.15) and to the fast state reading at
+    // random: level 23's 3.9 million is 3.50, level 24's 3.8 million 3.60, and level 25's
+    // 2.47 million compact and streamed 3.70 (times 1.5). The median: level 24's.
+    assert!(
+        stdout.contains("rate: 3602458 positions/s/thread"),
+        "{stdout}"
+    );
+    // Level 26 (770,319,837 positions) at that rate lowered to its size, on 2 threads:
+    // 1.9 minutes.
+    let r26 = 3_602_458.27 * (770_319_837.0f64 / 546_177_996.0).powf(-0.15);
+    let minutes = 770_319_837.0 / (r26 * 2.0) / 60.0;
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("26 "))
+        .unwrap();
+    assert!(
+        row.contains(&format!(" {minutes:.1} min ")),
+        "{minutes} {row}"
+    );
+    assert!(!stdout.contains("beside"), "{stdout}");
+    // The same levels built beside other work, their threads on a CPU half the time:
+    // said, counted by their CPU time (twice the rate), and the total beside such work.
+    let disturbed = |cpu: &str, half: &str| (cpu.to_string(), half.to_string());
+    let mut text = fs::read_to_string(dir.join("rates.csv")).unwrap();
+    for (cpu, half) in [
+        disturbed(",42.868,", ",22.562,"),
+        disturbed(",64.459,", ",33.926,"),
+        disturbed(",95.657,", ",50.346,"),
+        disturbed(",210.353,", ",110.712,"),
+    ] {
+        text = text.replace(&cpu, &half);
+    }
+    fs::write(dir.join("rates.csv"), text).unwrap();
+    let (done, stdout, stderr) = run(&[
+        "plan",
+        "--max-seeds",
+        "27",
+        "--dir",
+        root.to_str().unwrap(),
+        "--cores-per-node",
+        "2",
+        "--memory-per-node",
+        "24",
+    ]);
+    assert!(done, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the levels measured were all built beside other work (threads on a CPU: level 23 \
+             50 %, level 24 50 %, level 25 50 %)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("rate: 7204917 positions/s/thread"),
+        "{stdout}"
+    );
+    let total = stdout.lines().find(|l| l.starts_with("total:")).unwrap();
+    assert!(
+        total.contains(" beside work like that which disturbed the measurement"),
+        "{total}"
+    );
 }

@@ -2,7 +2,7 @@
 //! long it should take, on this machine or on the cluster described, before it starts.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -11,7 +11,11 @@ use awari::expert::figures::group;
 use awari::expert::figures::{bytes, disk_available, memory_total};
 use awari::expert::pack::{survey, LevelInfo};
 use awari::expert::{Index, MAX_PITS, MAX_SEEDS, MAX_THREADS};
-use awari::plan::{plan, LevelPlan, Machine, Rate, DEFAULT_PACK_RATIO, RATE_FALL};
+use awari::plan::rates::{self, Rates};
+use awari::plan::{
+    measured_rate, plan, Calibration, LevelPlan, Machine, Rate, BUSY_AT_LEAST, DEFAULT_PACK_RATIO,
+    RATE_FALL,
+};
 use awari::{build, BuildOptions, Rules};
 
 use super::{real, whole, RootArg};
@@ -55,7 +59,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     root: RootArg,
     /// Take the rate (positions per second per thread) from a CSV of `awari bench --csv`
-    /// instead of a calibration build of a few seconds.
+    /// (or a database's rates.csv) instead of the rates measured by the builds in --dir's
+    /// database, or else a calibration build of a few seconds.
     #[arg(long, value_name = "CSV")]
     rates: Option<PathBuf>,
 }
@@ -99,10 +104,27 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         on_disk.insert(l.seeds, (l.bytes, l.packed));
     }
     let (ratio, ratio_from) = pack_ratio(&found);
-    let (rate, rate_from) = match &args.rates {
+    // The rates file of the folder: measured by the builds there.
+    let recorded = rates::read(&db_dir).unwrap_or_else(|e| {
+        eprintln!("warning: {}", e.one_line());
+        None
+    });
+    // `busy_by`: how much longer a build beside the work that disturbed the measurement
+    // would take, when it was disturbed.
+    let (rate, rate_from, busy_by) = match &args.rates {
         Some(csv) => rate_from_csv(csv)?,
-        None => calibrate(args.rules, args.pits)?,
+        None => match recorded
+            .as_ref()
+            .and_then(|r| measured(r, &db_dir, args.pits))
+        {
+            Some(measured) => measured,
+            None => calibrate(args.rules, args.pits)?,
+        },
     };
+    // The time each level took to build here, by the latest line of the rates file.
+    let built_in: BTreeMap<usize, f64> = recorded
+        .map(|r| r.latest().iter().map(|l| (l.seeds, l.seconds)).collect())
+        .unwrap_or_default();
     let levels = plan(&index, args.max_seeds, &machine, ratio, Some(rate));
     println!(
         "plan: {} levels 0..={}, {} pits per side, on {} node(s) of {} memory, {} cores, {} disk ({})",
@@ -152,9 +174,12 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
             on_disk
                 .get(&l.seeds)
                 .map_or(String::new(), |&(b, packed)| format!(
-                    " (built: {} {})",
+                    " (built: {} {}{})",
                     bytes(b),
-                    if packed { "packed" } else { "raw" }
+                    if packed { "packed" } else { "raw" },
+                    built_in
+                        .get(&l.seeds)
+                        .map_or(String::new(), |&s| format!(" in {}", duration(s)))
                 ))
         );
     }
@@ -162,8 +187,14 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
     let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
     let last = levels.last().expect("level 0 at least");
     let peak = levels.iter().map(|l| l.memory()).max().unwrap_or(0);
+    let beside = busy_by.map_or(String::new(), |k| {
+        format!(
+            " (about {} beside work like that which disturbed the measurement)",
+            duration(seconds * k)
+        )
+    });
     println!(
-        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed); about {}",
+        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed); about {}{beside}",
         group(total),
         bytes(peak),
         bytes(last.raw_so_far),
@@ -275,7 +306,7 @@ fn pack_ratio(found: &[LevelInfo]) -> (f64, String) {
 }
 
 /// The rate of the largest level of the largest thread count in a bench CSV.
-fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String)> {
+fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String, Option<f64>)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut best: Option<(usize, u64, f64)> = None;
@@ -312,12 +343,68 @@ fn rate_from_csv(path: &std::path::Path) -> anyhow::Result<(Rate, String)> {
             path.display(),
             group(positions)
         ),
+        None,
+    ))
+}
+
+/// The rate of the largest levels built in `dir`, from its rates file, and where it comes
+/// from; warnings on stderr for levels built beside other work. `None` when no level
+/// large enough was measured there.
+fn measured(recorded: &Rates, dir: &Path, pits: usize) -> Option<(Rate, String, Option<f64>)> {
+    let index = Index::new(pits, Index::max_supported(pits).ok()?).ok()?;
+    let m = measured_rate(&recorded.latest(), &index)?;
+    let path = rates::rates_path(dir);
+    let list = |levels: &[usize]| {
+        levels
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if recorded.ignored > 0 {
+        eprintln!(
+            "warning: {} line(s) of {} not understood and left out",
+            recorded.ignored,
+            path.display()
+        );
+    }
+    if !m.left_out.is_empty() {
+        eprintln!(
+            "note: level(s) {} of {} left out: built beside other work (threads on a CPU under {:.0} % of the time)",
+            list(&m.left_out),
+            path.display(),
+            100.0 * BUSY_AT_LEAST
+        );
+    }
+    if !m.disturbed.is_empty() {
+        let shares: Vec<String> = m
+            .disturbed
+            .iter()
+            .map(|(n, b)| format!("level {n} {:.0} %", 100.0 * b))
+            .collect();
+        eprintln!(
+            "warning: the levels measured were all built beside other work (threads on a CPU: {}): the times below use their rates per CPU second, what the threads did while they ran; a build beside such work takes longer",
+            shares.join(", ")
+        );
+    }
+    let top = *m.levels.last().expect("a level at least");
+    Some((
+        m.rate,
+        format!(
+            "measured by the build of level(s) {} in {}, {} thread(s): the median, referred to \
+             the fast state reading at random on level {top}'s {} positions",
+            list(&m.levels),
+            path.display(),
+            m.threads,
+            group(m.rate.level_size)
+        ),
+        (!m.disturbed.is_empty()).then(|| m.rate.per_thread / m.by_wall.max(1e-9)),
     ))
 }
 
 /// Builds small levels in a scratch folder with every core and returns the rate of the
-/// largest one: a few seconds.
-fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
+/// largest one: a few seconds. A calibration disturbed by other work is said on stderr.
+fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String, Option<f64>)> {
     let top = Index::max_supported(pits)?;
     let index = Index::new(pits, top)?;
     // The largest level of at most about 5 million positions: a few seconds in all.
@@ -333,16 +420,33 @@ fn calibrate(rules: Rules, pits: usize) -> anyhow::Result<(Rate, String)> {
     let reports = reports?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let last = reports.last().expect("level 0 at least");
-    let rate = Rate {
-        per_thread: last.stats.positions as f64 / last.seconds.max(1e-9) / threads as f64,
-        level_size: last.stats.positions,
+    let calibration = Calibration {
+        seeds: max_seeds,
+        positions: last.stats.positions,
+        seconds: last.seconds,
+        cpu_seconds: last.cpu_seconds,
+        threads,
+    };
+    if let Some(w) = calibration.warning() {
+        eprintln!("warning: {w}");
+    }
+    let busy = calibration.busy().map_or(String::new(), |b| {
+        format!(", threads on a CPU {:.0} % of the time", 100.0 * b)
+    });
+    let per = if calibration.disturbed() {
+        "per CPU second: disturbed"
+    } else {
+        "by the wall clock"
     };
     Ok((
-        rate,
+        calibration.rate(),
         format!(
-            "measured here on level {max_seeds} ({} positions) with {threads} threads",
+            "calibrated here on level {max_seeds} ({} positions) with {threads} threads{busy}, {per}",
             group(last.stats.positions)
         ),
+        calibration
+            .disturbed()
+            .then(|| calibration.rate().per_thread / calibration.by_wall().max(1e-9)),
     ))
 }
 

@@ -33,8 +33,9 @@ use crate::solve::level::{
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
+use crate::solve::rates;
 use crate::util::{
-    bytes, clock_utc, disk_available, memory_available, peak_rss, HugeBuf, LevelBar,
+    bytes, clock_utc, cpu_seconds, disk_available, memory_available, peak_rss, HugeBuf, LevelBar,
 };
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
@@ -66,6 +67,9 @@ pub struct LevelReport {
     pub resumed: Option<u8>,
     /// Checkpoints written while building it.
     pub checkpoints: u32,
+    /// CPU time of the process's threads on the level, where the OS says (0 when kept):
+    /// well below `seconds` times the threads, other work had the cores.
+    pub cpu_seconds: Option<f64>,
 }
 
 /// Builds levels `0..=max_seeds`, calling `report` after each. Complete, valid levels are
@@ -121,13 +125,14 @@ pub fn build(
                     way: None,
                     resumed: None,
                     checkpoints: 0,
+                    cpu_seconds: Some(0.0),
                 }
             }
             kept => {
                 if let Err(e) = kept {
                     warn(&format!("rebuilding level {n}: {}", e.one_line()));
                 }
-                let t0 = Instant::now();
+                let (t0, cpu) = (Instant::now(), cpu_seconds());
                 let solved = build_level(opts, &index, n, &dir, &mut hot, &mut done, &mut warn)?;
                 LevelReport {
                     seeds: n,
@@ -139,10 +144,17 @@ pub fn build(
                     way: Some(solved.way),
                     resumed: solved.resumed,
                     checkpoints: solved.checkpoints,
+                    cpu_seconds: cpu.zip(cpu_seconds()).map(|(a, b)| b - a),
                 }
             }
         };
         report(&r);
+        // What `awari plan` extrapolates from; a level is no worse for a lost line.
+        if let Some(rate) = rate_of(&r) {
+            if let Err(e) = rates::append(&dir, &rate) {
+                warn(&format!("level {n}'s rate not recorded: {}", e.one_line()));
+            }
+        }
         reports.push(r);
     }
     Ok(reports)
@@ -698,6 +710,29 @@ impl Hot {
     }
 }
 
+/// The line of the rates file for a level built (`None` when kept, or resumed from a
+/// checkpoint: its time is of a part of the level), by the threads of the pool the build
+/// runs on.
+fn rate_of(r: &LevelReport) -> Option<rates::LevelRate> {
+    let way = r.way.filter(|_| r.resumed.is_none())?;
+    let finished = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Some(rates::LevelRate {
+        seeds: r.seeds,
+        positions: r.stats.positions,
+        threads: rayon::current_num_threads(),
+        seconds: r.seconds,
+        forward: r.phases.forward.as_secs_f64(),
+        backward: r.phases.backward.as_secs_f64(),
+        peak_rss: r.peak_rss,
+        cpu_seconds: r.cpu_seconds,
+        state: way.state,
+        lower: way.lower,
+        finished,
+    })
+}
+
 /// Writes level `n`'s file (section 4.3 of DESIGN.md).
 fn write_level(opts: &BuildOptions, n: usize, path: &Path, values: &[u8]) -> Result<()> {
     let mut w = LevelWriter::create(path, opts.rules, opts.pits, n, values.len() as u64)?;
@@ -774,7 +809,7 @@ mod tests {
             let names: Vec<_> = fs::read_dir(&db)
                 .unwrap()
                 .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .filter(|f| !f.ends_with(".awl") && !f.starts_with(".lock"))
+                .filter(|f| !f.ends_with(".awl") && !f.starts_with(".lock") && f != "rates.csv")
                 .collect();
             assert!(names.is_empty(), "left behind: {names:?}");
         }
@@ -812,6 +847,39 @@ mod tests {
         assert!(reports[..9].iter().all(|r| r.skipped) && !reports[9].skipped);
         assert!(packed.exists() && !raw.exists());
         assert_eq!(fs::read(level_path(&dir, 9)).unwrap(), want);
+    }
+
+    /// Each level built adds its line to the rates file, with its positions, way and
+    /// threads; a level kept adds none.
+    #[test]
+    fn the_build_records_each_level_it_builds() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = db_dir(t.path(), Rules::Awari, 3);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (reports, _) = pool.install(|| build_warned(&opts(t.path(), 8, false)));
+        let rates = rates::read(&dir).unwrap().unwrap();
+        assert_eq!(rates.ignored, 0);
+        let index = Index::new(3, 8).unwrap();
+        assert_eq!(rates.levels.len(), 9);
+        for (n, (line, report)) in rates.levels.iter().zip(&reports).enumerate() {
+            assert_eq!((line.seeds, line.positions), (n, index.level_size(n)));
+            assert_eq!(line.threads, 2);
+            let way = report.way.unwrap();
+            assert_eq!((line.state, line.lower), (way.state, way.lower));
+            assert!((line.seconds - report.seconds).abs() < 0.001);
+            assert!(line.cpu_seconds.is_some() && report.cpu_seconds.is_some());
+        }
+        let (reports, _) = build_warned(&opts(t.path(), 8, false));
+        assert!(reports
+            .iter()
+            .all(|r| r.skipped && r.cpu_seconds == Some(0.0)));
+        assert_eq!(rates::read(&dir).unwrap().unwrap().levels.len(), 9);
+        build_warned(&opts(t.path(), 8, true));
+        assert_eq!(rates::read(&dir).unwrap().unwrap().latest().len(), 9);
+        assert_eq!(rates::read(&dir).unwrap().unwrap().levels.len(), 18);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Solving (layer 3): one level by retrograde analysis ([`level`]), every level of a
 //! database with resume ([`build`]; over ranks, [`ranks`]) from one set of options
-//! ([`options`]), checking a built database ([`verify`]), and the independent solver that
+//! ([`options`]), what a build measured ([`rates`]), checking a built database ([`verify`]), and the independent solver that
 //! the checks compare with ([`mod@reference`]). DESIGN.md section 5.
 
 pub mod build;
@@ -8,5 +8,6 @@ pub mod level;
 pub mod options;
 pub mod plan;
 pub mod ranks;
+pub mod rates;
 pub mod reference;
 pub mod verify;
