@@ -32,13 +32,27 @@ pub fn for_each_unmove_near<B>(
     rules: Rules,
     made: &mut B,
     base_of: impl FnOnce(&Board, &mut B),
+    f: impl FnMut(&Board, bool, usize, &B, usize),
+) {
+    with_pits!(child.p, P => for_each_unmove_near_p::<P, B>(child, rules, made, base_of, f))
+}
+
+/// [`for_each_unmove_near`] with the pits per side, `P`, known at compile time (the
+/// child's).
+#[inline(always)]
+pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
+    child: &Board,
+    rules: Rules,
+    made: &mut B,
+    base_of: impl FnOnce(&Board, &mut B),
     mut f: impl FnMut(&Board, bool, usize, &B, usize),
 ) {
-    let p = child.p as usize;
+    debug_assert_eq!(child.p as usize, P);
+    let p = P;
     let np = 2 * p;
     // The mover's own row is the child's opponent row; a move that stays in the level
     // leaves the mover's opponent (the child's side to move) with seeds.
-    if child.own_seeds() == 0 {
+    if child.own_empty_p::<P>() {
         return;
     }
     // The position after the move, in the mover's frame. Nothing was captured, so it is
