@@ -278,10 +278,11 @@ impl Index {
             r: n as u32,
             open: OPEN,
         };
-        // at[i] is what pits 2P-1..i+1 leave, from at[2P-1] (nothing) down to at[1]
-        // (pit 0 is never ranked); entries above 2P-1 are never read.
+        // at[i] is what pits 2P-1..i+1 leave, from at[2P-1] (nothing) down to at[0]
+        // (the board's whole rank: pit 0 is never ranked); entries above 2P-1 are never
+        // read.
         out.at[2 * P - 1] = s;
-        for i in (2..2 * P).rev() {
+        for i in (1..2 * P).rev() {
             let x = pits[i] as usize;
             if i >= P {
                 self.opponent_pit::<P>(i, x, &mut s);
@@ -313,6 +314,37 @@ impl Index {
         debug_assert!(board.is_stored());
         debug_assert!((1..2 * P).contains(&top), "top {top}");
         self.rank_tail::<P>(board.raw(), top, base.at[top])
+    }
+
+    /// [`Index::rank_near`] of a predecessor that differs from the board of `base` only
+    /// in pits `low..=top` (`low < top`), `P` known at compile time: only pits
+    /// `top..=low + 1` are ranked. What a pit takes off the rank depends on the seeds
+    /// below it and the pits above it, not on its own count, so the pits from `low` down
+    /// take off what they take off the base board, `base.at[low].rank - base.at[0].rank`.
+    /// Un-sowing from pit `o` changes pits `o..=top` in its first lap: most predecessors
+    /// are ranked over a few pits instead of `top` (levels 0..=12, 1 thread: 2.3 % fewer
+    /// instructions fast, 1.6 % compact).
+    #[inline(always)]
+    pub(crate) fn rank_pred_p<const P: usize>(
+        &self,
+        base: &RankBase,
+        board: &Board,
+        top: usize,
+        low: usize,
+    ) -> u64 {
+        debug_assert_eq!(P, self.p);
+        debug_assert!(board.is_stored());
+        debug_assert!(low < top && top < 2 * P, "low {low} top {top}");
+        let pits = board.raw();
+        let mut from = base.at[top];
+        for i in (P..top + 1).rev() {
+            self.opponent_pit::<P>(i, pits[i] as usize, &mut from);
+        }
+        for i in (low + 1..P.min(top + 1)).rev() {
+            self.own_pit(i, pits[i] as usize, &mut from);
+        }
+        from.rank
+            .wrapping_sub(base.at[low].rank.wrapping_sub(base.at[0].rank))
     }
 
     /// The position of level `n` with the given rank.
@@ -477,8 +509,9 @@ impl Index {
         // Most steps change only own pits: when the lowest non-empty pit `i` is below
         // `P - 1`, the successor takes its seeds, puts one in pit `i + 1` and the rest in
         // pit 0, and the opponent row, so whether the board is stored, stays as it was.
-        // Three byte writes instead of the 128-bit arithmetic below (levels 0..=12, 1
-        // thread: about a tenth of the forward pass's instructions).
+        // Three byte writes instead of the 128-bit arithmetic below, about 100
+        // instructions (with the word test of an empty own row, levels 0..=12 took 12 %
+        // fewer instructions in all).
         let pits = board.raw_mut();
         let low = u64::from_le_bytes(pits[..8].try_into().unwrap()) & ((1 << (8 * (P - 1))) - 1);
         if low != 0 {
@@ -696,6 +729,23 @@ mod tests {
                                     }
                                 },
                             );
+                            let made = &mut RankBase::default();
+                            with_pits!(p, P => crate::game::rules::for_each_unmove_near_p::<P, _>(
+                                &b,
+                                rules,
+                                made,
+                                |base: &Board, out: &mut RankBase| index.rank_base(base, n, out),
+                                |q, stored, top, low, near, _| {
+                                    if stored {
+                                        let want = index.rank_in(q, n);
+                                        assert_eq!(
+                                            index.rank_pred_p::<P>(near, q, top, low),
+                                            want,
+                                            "{q:?} {top} {low}"
+                                        );
+                                    }
+                                },
+                            ));
                         }
                     }
                 }

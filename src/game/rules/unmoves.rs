@@ -34,18 +34,27 @@ pub fn for_each_unmove_near<B>(
     base_of: impl FnOnce(&Board, &mut B),
     f: impl FnMut(&Board, bool, usize, &B, usize),
 ) {
-    with_pits!(child.p, P => for_each_unmove_near_p::<P, B>(child, rules, made, base_of, f))
+    let mut f = f;
+    with_pits!(child.p, P => for_each_unmove_near_p::<P, B>(
+        child,
+        rules,
+        made,
+        base_of,
+        |q, stored, top, _, made, o| f(q, stored, top, made, o),
+    ))
 }
 
 /// [`for_each_unmove_near`] with the pits per side, `P`, known at compile time (the
-/// child's).
+/// child's); `f` also gets, after the highest pit changed, the lowest (the pit sown
+/// from in a first lap, else 0): the predecessor agrees with the board it is made from
+/// outside `low..=top` ([`crate::game::index::Index::rank_pred_p`]).
 #[inline(always)]
 pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
     child: &Board,
     rules: Rules,
     made: &mut B,
     base_of: impl FnOnce(&Board, &mut B),
-    mut f: impl FnMut(&Board, bool, usize, &B, usize),
+    mut f: impl FnMut(&Board, bool, usize, usize, &B, usize),
 ) {
     debug_assert_eq!(child.p as usize, P);
     let p = P;
@@ -91,11 +100,11 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
         // highest pit changed is `top`. (A macro: a closure could not borrow `parent`,
         // which the loops change between calls.)
         macro_rules! emit {
-            ($top:expr) => {
+            ($top:expr, $low:expr) => {
                 parent.pits[o] = s;
                 debug_assert!(confirms(&parent, rules, o, child));
                 debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, $top, made, o);
+                f(&parent, opp_zeros > 0, $top, $low, made, o);
             };
         }
         // The first lap in three runs, each without the tests of the others: the mover's
@@ -111,7 +120,7 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
                 }
                 parent.pits[j] = c - 1;
                 s += 1;
-                emit!(j);
+                emit!(j, o);
             }
             for j in p..np {
                 let c = parent.pits[j];
@@ -126,7 +135,7 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
                 if (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                     continue;
                 }
-                emit!(j);
+                emit!(j, o);
             }
             for j in 0..o {
                 let c = parent.pits[j];
@@ -135,7 +144,7 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
                 }
                 parent.pits[j] = c - 1;
                 s += 1;
-                emit!(np - 1);
+                emit!(np - 1, 0);
             }
             // Moves that lap the board (rare): pit by pit around it, skipping `o`.
             let mut j = o;
@@ -154,7 +163,7 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
                 if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                     continue;
                 }
-                emit!(np - 1);
+                emit!(np - 1, 0);
             }
         }
     }

@@ -291,9 +291,9 @@ impl<E: Encoding> Backward<'_, E> {
                     made,
                     base_of,
                     #[inline(always)]
-                    |q, stored, top, near, o| {
+                    |q, stored, top, low, near, o| {
                         if stored {
-                            let qi = self.index.rank_near_p::<P>(near, q, top);
+                            let qi = self.index.rank_pred_p::<P>(near, q, top, low);
                             let at = qi.wrapping_sub(self.base);
                             if at < held {
                                 prefetch(self.state.exit(at as usize));
