@@ -28,44 +28,6 @@ const LEFT: usize = MAX_SEEDS + 1;
 // below its size, only for a power of two.
 const _: () = assert!((2 * COLS * LEFT).is_power_of_two());
 
-/// Evaluates `$body` with `$P` a constant equal to `$p`, the pits per side (2..=8): one
-/// copy of the ranking loops per board size, so that they unroll. Ranking the
-/// predecessors of settled positions is the largest single cost of a build.
-macro_rules! with_pits {
-    ($p:expr, $P:ident => $body:expr) => {
-        match $p {
-            2 => {
-                const $P: usize = 2;
-                $body
-            }
-            3 => {
-                const $P: usize = 3;
-                $body
-            }
-            4 => {
-                const $P: usize = 4;
-                $body
-            }
-            5 => {
-                const $P: usize = 5;
-                $body
-            }
-            6 => {
-                const $P: usize = 6;
-                $body
-            }
-            7 => {
-                const $P: usize = 7;
-                $body
-            }
-            _ => {
-                const $P: usize = 8;
-                $body
-            }
-        }
-    };
-}
-
 /// A position in a level that [`Index::seek`] moves to any index, cheaply when the
 /// indices rise a little at a time (the backward pass's seeds come in index order).
 #[derive(Clone, Debug)]
@@ -227,7 +189,17 @@ impl Index {
     pub fn rank_in(&self, board: &Board, n: usize) -> u64 {
         debug_assert!(board.is_stored());
         debug_assert_eq!(board.seeds(), n);
-        with_pits!(self.p, P => self.rank_p::<P>(board.raw(), n))
+        with_pits!(self.p, P => self.rank_in_p::<P>(board, n))
+    }
+
+    /// [`Index::rank_in`] with the pits per side known at compile time (`P`, which must be
+    /// this index's): for the hot loops that [`with_pits`] specialises.
+    #[inline(always)]
+    pub(crate) fn rank_in_p<const P: usize>(&self, board: &Board, n: usize) -> u64 {
+        debug_assert_eq!(P, self.p);
+        debug_assert!(board.is_stored());
+        debug_assert_eq!(board.seeds(), n);
+        self.rank_p::<P>(board.raw(), n)
     }
 
     #[inline(always)]
@@ -296,18 +268,21 @@ impl Index {
         with_pits!(self.p, P => self.rank_base_p::<P>(base, n, out))
     }
 
+    /// [`Index::rank_base`] with `P` known at compile time (this index's pits per side).
     #[inline(always)]
-    fn rank_base_p<const P: usize>(&self, base: &Board, n: usize, out: &mut RankBase) {
+    pub(crate) fn rank_base_p<const P: usize>(&self, base: &Board, n: usize, out: &mut RankBase) {
+        debug_assert_eq!(P, self.p);
         let pits = base.raw();
         let mut s = Partial {
             rank: self.last_rank::<P>(n),
             r: n as u32,
             open: OPEN,
         };
-        // at[i] is what pits 2P-1..i+1 leave, from at[2P-1] (nothing) down to at[1]
-        // (pit 0 is never ranked); entries above 2P-1 are never read.
+        // at[i] is what pits 2P-1..i+1 leave, from at[2P-1] (nothing) down to at[0]
+        // (the board's whole rank: pit 0 is never ranked); entries above 2P-1 are never
+        // read.
         out.at[2 * P - 1] = s;
-        for i in (2..2 * P).rev() {
+        for i in (1..2 * P).rev() {
             let x = pits[i] as usize;
             if i >= P {
                 self.opponent_pit::<P>(i, x, &mut s);
@@ -324,7 +299,52 @@ impl Index {
     pub fn rank_near(&self, base: &RankBase, board: &Board, top: usize) -> u64 {
         debug_assert!(board.is_stored());
         debug_assert!((1..2 * self.p).contains(&top), "top {top}");
-        with_pits!(self.p, P => self.rank_tail::<P>(board.raw(), top, base.at[top]))
+        with_pits!(self.p, P => self.rank_near_p::<P>(base, board, top))
+    }
+
+    /// [`Index::rank_near`] with `P` known at compile time (this index's pits per side).
+    #[inline(always)]
+    pub(crate) fn rank_near_p<const P: usize>(
+        &self,
+        base: &RankBase,
+        board: &Board,
+        top: usize,
+    ) -> u64 {
+        debug_assert_eq!(P, self.p);
+        debug_assert!(board.is_stored());
+        debug_assert!((1..2 * P).contains(&top), "top {top}");
+        self.rank_tail::<P>(board.raw(), top, base.at[top])
+    }
+
+    /// [`Index::rank_near`] of a predecessor that differs from the board of `base` only
+    /// in pits `low..=top` (`low < top`), `P` known at compile time: only pits
+    /// `top..=low + 1` are ranked. What a pit takes off the rank depends on the seeds
+    /// below it and the pits above it, not on its own count, so the pits from `low` down
+    /// take off what they take off the base board, `base.at[low].rank - base.at[0].rank`.
+    /// Un-sowing from pit `o` changes pits `o..=top` in its first lap: most predecessors
+    /// are ranked over a few pits instead of `top` (levels 0..=12, 1 thread: 2.3 % fewer
+    /// instructions fast, 1.6 % compact).
+    #[inline(always)]
+    pub(crate) fn rank_pred_p<const P: usize>(
+        &self,
+        base: &RankBase,
+        board: &Board,
+        top: usize,
+        low: usize,
+    ) -> u64 {
+        debug_assert_eq!(P, self.p);
+        debug_assert!(board.is_stored());
+        debug_assert!(low < top && top < 2 * P, "low {low} top {top}");
+        let pits = board.raw();
+        let mut from = base.at[top];
+        for i in (P..top + 1).rev() {
+            self.opponent_pit::<P>(i, pits[i] as usize, &mut from);
+        }
+        for i in (low + 1..P.min(top + 1)).rev() {
+            self.own_pit(i, pits[i] as usize, &mut from);
+        }
+        from.rank
+            .wrapping_sub(base.at[low].rank.wrapping_sub(base.at[0].rank))
     }
 
     /// The position of level `n` with the given rank.
@@ -478,9 +498,33 @@ impl Index {
     /// after the last one (the board is then left unspecified).
     #[inline]
     pub fn next(&self, board: &mut Board) -> bool {
+        with_pits!(self.p, P => self.next_p::<P>(board))
+    }
+
+    /// [`Index::next`] with `P` known at compile time (this index's pits per side).
+    #[inline(always)]
+    pub(crate) fn next_p<const P: usize>(&self, board: &mut Board) -> bool {
+        debug_assert_eq!(P, self.p);
+        debug_assert!(board.is_stored());
+        // Most steps change only own pits: when the lowest non-empty pit `i` is below
+        // `P - 1`, the successor takes its seeds, puts one in pit `i + 1` and the rest in
+        // pit 0, and the opponent row, so whether the board is stored, stays as it was.
+        // Three byte writes instead of the 128-bit arithmetic below, about 100
+        // instructions (with the word test of an empty own row, levels 0..=12 took 12 %
+        // fewer instructions in all).
+        let pits = board.raw_mut();
+        let low = u64::from_le_bytes(pits[..8].try_into().unwrap()) & ((1 << (8 * (P - 1))) - 1);
+        if low != 0 {
+            let i = (low.trailing_zeros() / 8) as usize;
+            let tail = pits[i];
+            pits[i] = 0;
+            pits[0] = tail - 1;
+            pits[i + 1] += 1;
+            return true;
+        }
         // The pits as one 128-bit number, pit 0 in the low byte: the successor and the
         // tests below are a few word operations instead of loops over the pits.
-        let p = self.p as u32;
+        let p = P as u32;
         let row = 8 * p;
         let ones = (u64::MAX / 255) >> (64 - row);
         let mut x = u128::from_le_bytes(*board.raw());
@@ -685,6 +729,23 @@ mod tests {
                                     }
                                 },
                             );
+                            let made = &mut RankBase::default();
+                            with_pits!(p, P => crate::game::rules::for_each_unmove_near_p::<P, _>(
+                                &b,
+                                rules,
+                                made,
+                                |base: &Board, out: &mut RankBase| index.rank_base(base, n, out),
+                                |q, stored, top, low, near, _| {
+                                    if stored {
+                                        let want = index.rank_in(q, n);
+                                        assert_eq!(
+                                            index.rank_pred_p::<P>(near, q, top, low),
+                                            want,
+                                            "{q:?} {top} {low}"
+                                        );
+                                    }
+                                },
+                            ));
                         }
                     }
                 }

@@ -2,6 +2,9 @@
 //! and the ranking of a level's positions (DESIGN.md sections 1 and 3). Knows nothing of
 //! files, solving or machines.
 
+#[macro_use]
+pub(crate) mod pits;
+
 pub mod index;
 pub mod rules;
 pub mod scan;

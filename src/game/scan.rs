@@ -13,7 +13,7 @@
 
 use crate::error::Result;
 use crate::game::index::Index;
-use crate::game::rules::{for_each_exit, for_each_uncapture, Exits, Rules, MAX_PITS};
+use crate::game::rules::{for_each_exit_p, for_each_uncapture_p, Exits, Rules, MAX_PITS};
 use crate::util::{prefetch, BATCH};
 
 /// The best exit of a position with no capture among its legal moves.
@@ -54,6 +54,20 @@ pub fn scan_exits<L: LowerValues + ?Sized>(
     lower: &L,
     start: u64,
     len: usize,
+    f: impl FnMut(usize, Exits, i8),
+) {
+    with_pits!(index.pits_per_side(), P => scan_exits_p::<P, L>(rules, index, n, lower, start, len, f))
+}
+
+/// [`scan_exits`] with the pits per side, `P`, known at compile time (the index's).
+#[inline(always)]
+fn scan_exits_p<const P: usize, L: LowerValues + ?Sized>(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    lower: &L,
+    start: u64,
+    len: usize,
     mut f: impl FnMut(usize, Exits, i8),
 ) {
     if len == 0 {
@@ -68,15 +82,15 @@ pub fn scan_exits<L: LowerValues + ?Sized>(
         let k = (len - i).min(BATCH);
         let mut nreads = 0;
         for (slot, e) in exits[..k].iter_mut().enumerate() {
-            *e = for_each_exit(&board, rules, |c, child| {
+            *e = for_each_exit_p::<P>(&board, rules, |c, child| {
                 let m = n - c as usize;
-                let ci = index.rank_in(child, m);
+                let ci = index.rank_in_p::<P>(child, m);
                 lower.prefetch(m, ci);
                 reads[nreads] = (slot as u8, c, ci);
                 nreads += 1;
             });
             if i + slot + 1 < len {
-                index.next(&mut board);
+                index.next_p::<P>(&mut board);
             }
         }
         best[..k].fill(NO_EXIT);
@@ -128,6 +142,22 @@ pub fn scan_uncaptures(
     m: usize,
     start: u64,
     values: &[u8],
+    touch: impl FnMut(u64),
+    apply: impl FnMut(u64, i8, u64),
+) {
+    with_pits!(index.pits_per_side(), P => scan_uncaptures_p::<P>(rules, index, n, m, start, values, touch, apply))
+}
+
+/// [`scan_uncaptures`] with the pits per side, `P`, known at compile time (the index's).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn scan_uncaptures_p<const P: usize>(
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    m: usize,
+    start: u64,
+    values: &[u8],
     mut touch: impl FnMut(u64),
     mut apply: impl FnMut(u64, i8, u64),
 ) {
@@ -141,9 +171,9 @@ pub fn scan_uncaptures(
     for (j, &v) in values.iter().enumerate() {
         let x = captured as i8 - v as i8;
         let ci = start + j as u64;
-        for_each_uncapture(&board, captured, rules, |parent, stored| {
+        for_each_uncapture_p::<P>(&board, captured, rules, |parent, stored| {
             if stored {
-                let qi = index.rank_in(parent, n);
+                let qi = index.rank_in_p::<P>(parent, n);
                 touch(qi);
                 ahead.push((qi, x, ci));
             }
@@ -156,7 +186,7 @@ pub fn scan_uncaptures(
             std::mem::swap(&mut pending, &mut ahead);
         }
         if j + 1 < values.len() {
-            index.next(&mut board);
+            index.next_p::<P>(&mut board);
         }
     }
     for &(qi, x, ci) in pending.iter().chain(&ahead) {

@@ -1,7 +1,7 @@
 //! The moves of a position as the solver's forward pass sees them: its exits (the
 //! captures and game ends that leave the level) and the moves that stay in it.
 
-use super::moves::{play_raw, sow};
+use super::moves::{play_raw_p, sow};
 use super::{turn, Board, Rules};
 
 /// Whether the move from own pit `o`, holding `s > 0` seeds, may capture: where its last
@@ -10,8 +10,8 @@ use super::{turn, Board, Rules};
 /// subtraction: a division here was a tenth of the forward pass). A move that may capture
 /// is played out to know; any other captures nothing.
 #[inline(always)]
-fn may_capture(board: &Board, o: usize, s: usize) -> bool {
-    let p = board.p as usize;
+fn may_capture<const P: usize>(board: &Board, o: usize, s: usize) -> bool {
+    let p = P;
     let np = 2 * p;
     let (laps, rem) = if s < np - 1 {
         (0, s)
@@ -65,13 +65,22 @@ impl Exits {
 /// the level: calls `capture(captured, child)` for each legal capturing move and counts
 /// the others.
 #[inline]
-pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &Board)) -> Exits {
-    let p = board.p as usize;
-    if board.own_seeds() == 0 {
+pub fn for_each_exit(board: &Board, rules: Rules, capture: impl FnMut(u8, &Board)) -> Exits {
+    with_pits!(board.p, P => for_each_exit_p::<P>(board, rules, capture))
+}
+
+/// [`for_each_exit`] with the pits per side, `P`, known at compile time (the board's).
+#[inline(always)]
+pub(crate) fn for_each_exit_p<const P: usize>(
+    board: &Board,
+    rules: Rules,
+    mut capture: impl FnMut(u8, &Board),
+) -> Exits {
+    let p = P;
+    if board.own_empty_p::<P>() {
         return Exits::Terminal(-(board.seeds() as i8));
     }
-    let np = 2 * p;
-    let opponent_empty = board.pits[p..np].iter().all(|&c| c == 0);
+    let opponent_empty = board.opponent_empty_p::<P>();
     let mut stay = 0u8;
     let mut legal = false;
     for o in 0..p {
@@ -80,7 +89,7 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
             continue;
         }
         // Most moves neither capture nor starve, and that shows without sowing.
-        if !may_capture(board, o, s) {
+        if !may_capture::<P>(board, o, s) {
             // Without a capture the opponent is starved only if it had no seeds and the
             // sowing stops short of its row.
             if opponent_empty && o + s < p {
@@ -90,7 +99,7 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
             stay += 1;
             continue;
         }
-        let (pits, captured, starved) = play_raw(board, rules, o);
+        let (pits, captured, starved) = play_raw_p::<P>(board, rules, o);
         if starved {
             // Legal only if every move starves; then all are worth n.
             continue;
@@ -110,14 +119,20 @@ pub fn for_each_exit(board: &Board, rules: Rules, mut capture: impl FnMut(u8, &B
 /// 5.2). Moves that cannot capture are told apart without sowing; under Awari a move that
 /// may capture never stays in the level (it captures, or starves the opponent), so it is
 /// played out only when no other move is legal.
+#[cfg(test)]
 #[inline]
 pub fn exits(board: &Board, rules: Rules) -> Exits {
-    let p = board.p as usize;
-    if board.own_seeds() == 0 {
+    with_pits!(board.p, P => exits_p::<P>(board, rules))
+}
+
+/// [`exits`] with the pits per side, `P`, known at compile time (the board's).
+#[inline(always)]
+pub(crate) fn exits_p<const P: usize>(board: &Board, rules: Rules) -> Exits {
+    let p = P;
+    if board.own_empty_p::<P>() {
         return Exits::Terminal(-(board.seeds() as i8));
     }
-    let np = 2 * p;
-    let opponent_empty = board.pits[p..np].iter().all(|&c| c == 0);
+    let opponent_empty = board.opponent_empty_p::<P>();
     let mut stay = 0u8;
     // Pits whose move may capture, to play out when needed.
     let mut captures = 0u32;
@@ -126,7 +141,7 @@ pub fn exits(board: &Board, rules: Rules) -> Exits {
         if s == 0 {
             continue;
         }
-        if may_capture(board, o, s) {
+        if may_capture::<P>(board, o, s) {
             captures |= 1 << o;
         } else if !(opponent_empty && o + s < p) {
             stay += 1;
@@ -139,7 +154,7 @@ pub fn exits(board: &Board, rules: Rules) -> Exits {
     while captures != 0 {
         let o = captures.trailing_zeros() as usize;
         captures &= captures - 1;
-        let (_, captured, starved) = play_raw(board, rules, o);
+        let (_, captured, starved) = play_raw_p::<P>(board, rules, o);
         if !starved {
             legal = true;
             stay += (captured == 0) as u8;
@@ -154,25 +169,37 @@ pub fn exits(board: &Board, rules: Rules) -> Exits {
 /// reads to confirm a loss (DESIGN.md section 5.2). From pit 0 they are as many as
 /// [`for_each_exit`]'s `stay`, and none for a position whose game is over or whose moves
 /// all end it.
+#[cfg(test)]
 #[inline]
 pub fn for_each_stay(
     board: &Board,
     rules: Rules,
     from: usize,
+    f: impl FnMut(usize, &Board) -> bool,
+) {
+    with_pits!(board.p, P => for_each_stay_p::<P>(board, rules, from, f))
+}
+
+/// [`for_each_stay`] with the pits per side, `P`, known at compile time (the board's).
+#[inline(always)]
+pub(crate) fn for_each_stay_p<const P: usize>(
+    board: &Board,
+    rules: Rules,
+    from: usize,
     mut f: impl FnMut(usize, &Board) -> bool,
 ) {
-    let p = board.p as usize;
+    let p = P;
     let np = 2 * p;
-    if board.own_seeds() == 0 {
+    if board.own_empty_p::<P>() {
         return;
     }
-    let opponent_empty = board.pits[p..np].iter().all(|&c| c == 0);
+    let opponent_empty = board.opponent_empty_p::<P>();
     for o in from..p {
         let s = board.pits[o] as usize;
         if s == 0 {
             continue;
         }
-        if !may_capture(board, o, s) {
+        if !may_capture::<P>(board, o, s) {
             if opponent_empty && o + s < p {
                 // Starves the opponent: illegal, or (every move starving) ends the game.
                 continue;
@@ -184,7 +211,7 @@ pub fn for_each_stay(
             }
             continue;
         }
-        let (pits, captured, starved) = play_raw(board, rules, o);
+        let (pits, captured, starved) = play_raw_p::<P>(board, rules, o);
         if !starved && captured == 0 && !f(o, &turn(&pits, p)) {
             return;
         }

@@ -20,9 +20,11 @@ mod moves;
 mod uncaptures;
 mod unmoves;
 
-pub use exits::{exits, for_each_exit, for_each_stay, Exits};
+pub(crate) use exits::{exits_p, for_each_exit_p, for_each_stay_p};
+pub use exits::{for_each_exit, Exits};
 pub use moves::legal_moves;
-pub use uncaptures::for_each_uncapture;
+pub(crate) use uncaptures::for_each_uncapture_p;
+pub(crate) use unmoves::for_each_unmove_near_p;
 pub use unmoves::{for_each_unmove, for_each_unmove_near, unmoves};
 
 /// Most pits per side the builder supports.
@@ -226,6 +228,31 @@ impl Board {
     #[inline]
     pub fn turned(&self) -> Board {
         turn(&self.pits, self.p as usize)
+    }
+
+    /// [`Board::is_stored`] of a board of `P` pits per side, `P` known at compile time.
+    #[inline(always)]
+    pub(crate) fn is_stored_p<const P: usize>(&self) -> bool {
+        debug_assert_eq!(self.p as usize, P);
+        #[allow(clippy::manual_contains)]
+        self.pits[P..2 * P].iter().any(|&c| c == 0)
+    }
+
+    /// Whether every own pit of a board of `P` pits per side is empty: one word test
+    /// instead of a sum (the test starts every un-move and move generation).
+    #[inline(always)]
+    pub(crate) fn own_empty_p<const P: usize>(&self) -> bool {
+        debug_assert_eq!(self.p as usize, P);
+        let row = u64::from_le_bytes(self.pits[..8].try_into().unwrap());
+        row & (u64::MAX >> (64 - 8 * P)) == 0
+    }
+
+    /// Whether every opponent pit of a board of `P` pits per side is empty (the slots
+    /// past `2P`, read with them, are zero).
+    #[inline(always)]
+    pub(crate) fn opponent_empty_p<const P: usize>(&self) -> bool {
+        debug_assert_eq!(self.p as usize, P);
+        u64::from_le_bytes(self.pits[P..P + 8].try_into().unwrap()) == 0
     }
 }
 

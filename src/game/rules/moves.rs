@@ -4,7 +4,7 @@ use super::{turn, Board, Move, Moves, Rules, MAX_PITS};
 
 /// Sows pit `o` in place (in the mover's frame, not turned) and returns the last pit sown.
 /// Every lap skips `o`, so `o` is empty afterwards.
-#[inline]
+#[inline(always)]
 pub(super) fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
     let s = pits[o] as usize;
     debug_assert!(s > 0);
@@ -38,7 +38,18 @@ pub(super) fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
 /// opponent is left without seeds. Under Oware a grand slam captures nothing.
 #[inline]
 pub(super) fn play_raw(board: &Board, rules: Rules, o: usize) -> ([u8; 2 * MAX_PITS], u8, bool) {
-    let p = board.p as usize;
+    with_pits!(board.p, P => play_raw_p::<P>(board, rules, o))
+}
+
+/// [`play_raw`] with the pits per side, `P`, known at compile time (the board's).
+#[inline(always)]
+pub(super) fn play_raw_p<const P: usize>(
+    board: &Board,
+    rules: Rules,
+    o: usize,
+) -> ([u8; 2 * MAX_PITS], u8, bool) {
+    debug_assert_eq!(board.p as usize, P);
+    let p = P;
     let np = 2 * p;
     let mut pits = board.pits;
     let last = sow(&mut pits, np, o);

@@ -22,14 +22,28 @@ use super::{turn, Board, Rules};
 /// filling of the chain with 2s and 3s that sums to `captured` is the board after sowing;
 /// taking the sowing back gives the parents: `k` whole laps (every pit but `o` gives back
 /// `k` seeds) and one more seed from each pit `o+1..=j`.
+#[cfg(test)]
 #[inline]
 pub fn for_each_uncapture(
     child: &Board,
     captured: usize,
     rules: Rules,
+    f: impl FnMut(&Board, bool),
+) {
+    with_pits!(child.p, P => for_each_uncapture_p::<P>(child, captured, rules, f))
+}
+
+/// [`for_each_uncapture`] with the pits per side, `P`, known at compile time (the
+/// child's).
+#[inline(always)]
+pub(crate) fn for_each_uncapture_p<const P: usize>(
+    child: &Board,
+    captured: usize,
+    rules: Rules,
     mut f: impl FnMut(&Board, bool),
 ) {
-    let p = child.p as usize;
+    debug_assert_eq!(child.p as usize, P);
+    let p = P;
     let np = 2 * p;
     // A capture leaving the opponent (the child's side to move) no seeds starves it: not
     // a capture exit (see above).
@@ -103,7 +117,7 @@ pub fn for_each_uncapture(
                     let (pits, c, starved) = play_raw(&parent, rules, o);
                     c as usize == captured && !starved && turn(&pits, p) == *child
                 });
-                f(&parent, parent.is_stored());
+                f(&parent, parent.is_stored_p::<P>());
             }
         }
     }

@@ -32,13 +32,36 @@ pub fn for_each_unmove_near<B>(
     rules: Rules,
     made: &mut B,
     base_of: impl FnOnce(&Board, &mut B),
-    mut f: impl FnMut(&Board, bool, usize, &B, usize),
+    f: impl FnMut(&Board, bool, usize, &B, usize),
 ) {
-    let p = child.p as usize;
+    let mut f = f;
+    with_pits!(child.p, P => for_each_unmove_near_p::<P, B>(
+        child,
+        rules,
+        made,
+        base_of,
+        |q, stored, top, _, made, o| f(q, stored, top, made, o),
+    ))
+}
+
+/// [`for_each_unmove_near`] with the pits per side, `P`, known at compile time (the
+/// child's); `f` also gets, after the highest pit changed, the lowest (the pit sown
+/// from in a first lap, else 0): the predecessor agrees with the board it is made from
+/// outside `low..=top` ([`crate::game::index::Index::rank_pred_p`]).
+#[inline(always)]
+pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
+    child: &Board,
+    rules: Rules,
+    made: &mut B,
+    base_of: impl FnOnce(&Board, &mut B),
+    mut f: impl FnMut(&Board, bool, usize, usize, &B, usize),
+) {
+    debug_assert_eq!(child.p as usize, P);
+    let p = P;
     let np = 2 * p;
     // The mover's own row is the child's opponent row; a move that stays in the level
     // leaves the mover's opponent (the child's side to move) with seeds.
-    if child.own_seeds() == 0 {
+    if child.own_empty_p::<P>() {
         return;
     }
     // The position after the move, in the mover's frame. Nothing was captured, so it is
@@ -77,11 +100,11 @@ pub fn for_each_unmove_near<B>(
         // highest pit changed is `top`. (A macro: a closure could not borrow `parent`,
         // which the loops change between calls.)
         macro_rules! emit {
-            ($top:expr) => {
+            ($top:expr, $low:expr) => {
                 parent.pits[o] = s;
                 debug_assert!(confirms(&parent, rules, o, child));
                 debug_assert_eq!(parent.is_stored(), opp_zeros > 0);
-                f(&parent, opp_zeros > 0, $top, made, o);
+                f(&parent, opp_zeros > 0, $top, $low, made, o);
             };
         }
         // The first lap in three runs, each without the tests of the others: the mover's
@@ -97,7 +120,7 @@ pub fn for_each_unmove_near<B>(
                 }
                 parent.pits[j] = c - 1;
                 s += 1;
-                emit!(j);
+                emit!(j, o);
             }
             for j in p..np {
                 let c = parent.pits[j];
@@ -112,7 +135,7 @@ pub fn for_each_unmove_near<B>(
                 if (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                     continue;
                 }
-                emit!(j);
+                emit!(j, o);
             }
             for j in 0..o {
                 let c = parent.pits[j];
@@ -121,7 +144,7 @@ pub fn for_each_unmove_near<B>(
                 }
                 parent.pits[j] = c - 1;
                 s += 1;
-                emit!(np - 1);
+                emit!(np - 1, 0);
             }
             // Moves that lap the board (rare): pit by pit around it, skipping `o`.
             let mut j = o;
@@ -140,7 +163,7 @@ pub fn for_each_unmove_near<B>(
                 if j >= p && (base.pits[j] == 2 || base.pits[j] == 3) && captures_at(j) {
                     continue;
                 }
-                emit!(np - 1);
+                emit!(np - 1, 0);
             }
         }
     }

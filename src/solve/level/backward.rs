@@ -14,7 +14,8 @@ use super::forward::Forwarded;
 use super::state::{threshold_bit, Encoding, State, BLOCK};
 use super::PhaseTimes;
 use crate::game::index::{Index, RankBase};
-use crate::game::rules::{for_each_unmove_near, Board, Rules};
+use crate::game::pits::with_pits;
+use crate::game::rules::{for_each_unmove_near_p, Board, Rules};
 use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
 
 /// A stack of settled positions this long is split between threads.
@@ -191,6 +192,11 @@ impl<E: Encoding> Backward<'_, E> {
     /// Settles the positions of `range` (indices of the level, held here) that threshold
     /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
     pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
+        with_pits!(self.index.pits_per_side(), P => self.seed_range_p::<P>(t, range, work))
+    }
+
+    /// [`Backward::seed_range`] with the pits per side, `P`, known at compile time.
+    fn seed_range_p<const P: usize>(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
         let mut settled = 0;
         let (lo, hi) = (
             (range.start - self.base) as usize,
@@ -222,25 +228,30 @@ impl<E: Encoding> Backward<'_, E> {
                 let at = start + j;
                 let i = self.base + at as u64;
                 let board = || *self.index.seek(&mut cursor, i);
-                E::seed(self, i, at, won, t, board, &mut work.queues());
+                E::seed::<P>(self, i, at, won, t, board, &mut work.queues());
                 // Seeds are gathered into a batch before their predecessors are
                 // generated: one seed alone has too few for the prefetches to overlap.
                 if work.stack.len() >= BATCH || work.checks_ahead.len() >= BATCH {
-                    settled += self.drain(t, work);
+                    settled += self.drain_p::<P>(t, work);
                 }
             }
         }
-        settled + self.drain(t, work)
+        settled + self.drain_p::<P>(t, work)
     }
 
     /// Takes in what another rank sent about a position held here, `m`, at threshold `t`:
     /// what it settles goes on `work`'s stack, for [`Backward::drain`].
     pub(crate) fn receive(&self, m: Message, t: i8, work: &mut Work) {
+        with_pits!(self.index.pits_per_side(), P => self.receive_p::<P>(m, t, work))
+    }
+
+    /// [`Backward::receive`] with the pits per side, `P`, known at compile time.
+    fn receive_p<const P: usize>(&self, m: Message, t: i8, work: &mut Work) {
         let (index, n) = (self.index, self.n);
         let mut out = work.queues();
         match m {
             Message::Settled { qi, won } => {
-                E::update(self, qi, || index.unrank(n, qi), won, NO_PIT, t, &mut out)
+                E::update::<P>(self, qi, || index.unrank(n, qi), won, NO_PIT, t, &mut out)
             }
             Message::Lost { qi } => {
                 let at = (qi - self.base) as usize;
@@ -253,7 +264,7 @@ impl<E: Encoding> Backward<'_, E> {
                 }
             }
             Message::Check { qi, pit, skip } => {
-                E::go_on(self, qi, index.unrank(n, qi), pit, skip, t, &mut out)
+                E::go_on::<P>(self, qi, index.unrank(n, qi), pit, skip, t, &mut out)
             }
         }
     }
@@ -261,6 +272,12 @@ impl<E: Encoding> Backward<'_, E> {
     /// Propagates every settled position on the stack to its predecessors at threshold
     /// `t` until nothing more is settled here. Returns the positions handled.
     pub(crate) fn drain(&self, t: i8, work: &mut Work) -> u64 {
+        with_pits!(self.index.pits_per_side(), P => self.drain_p::<P>(t, work))
+    }
+
+    /// [`Backward::drain`] with the pits per side, `P`, known at compile time: the
+    /// un-moves, their ranks and the updates unroll for the board size.
+    fn drain_p<const P: usize>(&self, t: i8, work: &mut Work) -> u64 {
         let held = self.state.len() as u64;
         let mut done = 0;
         // What ranking each settled position's base board leaves, refilled per position.
@@ -281,9 +298,9 @@ impl<E: Encoding> Backward<'_, E> {
                             stack: half,
                             ..Work::default()
                         };
-                        (self.drain(t, &mut other), other.outbox)
+                        (self.drain_p::<P>(t, &mut other), other.outbox)
                     },
-                    || self.drain(t, work),
+                    || self.drain_p::<P>(t, work),
                 );
                 work.merge(outbox);
                 return done + a + b;
@@ -305,17 +322,18 @@ impl<E: Encoding> Backward<'_, E> {
                 done += 1;
                 // Predecessors are ranked from the board they are un-sown from, only
                 // below the highest pit un-sowing touched.
-                let base_of =
-                    |base: &Board, out: &mut RankBase| self.index.rank_base(base, self.n, out);
-                for_each_unmove_near(
+                let base_of = |base: &Board, out: &mut RankBase| {
+                    self.index.rank_base_p::<P>(base, self.n, out)
+                };
+                for_each_unmove_near_p::<P, _>(
                     &board,
                     self.rules,
                     made,
                     base_of,
                     #[inline(always)]
-                    |q, stored, top, near, o| {
+                    |q, stored, top, low, near, o| {
                         if stored {
-                            let qi = self.index.rank_near(near, q, top);
+                            let qi = self.index.rank_pred_p::<P>(near, q, top, low);
                             let at = qi.wrapping_sub(self.base);
                             if at < held {
                                 prefetch(self.state.exit(at as usize));
@@ -333,11 +351,11 @@ impl<E: Encoding> Backward<'_, E> {
                 outbox,
             };
             for &(qi, q, won, o) in pending.iter() {
-                E::update(self, qi, || q, won, o, t, &mut out);
+                E::update::<P>(self, qi, || q, won, o, t, &mut out);
             }
             // The checks queued a batch ago: their first children have had time to arrive.
             for c in checks.iter() {
-                E::check(self, c, t, &mut out);
+                E::check::<P>(self, c, t, &mut out);
             }
             checks.clear();
             std::mem::swap(checks, checks_ahead);

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::backward::{Backward, Message, Queues, NO_PIT};
 use super::state::{Encoding, BLOCK};
 use super::StateKind;
-use crate::game::rules::{exits, for_each_stay, Board, Exits};
+use crate::game::rules::{exits_p, for_each_stay_p, Board, Exits};
 use crate::util::{prefetch, CHUNK};
 
 /// The most seeds a level built with the compact state may hold: its byte holds the exits
@@ -117,7 +117,7 @@ impl Encoding for Compact {
     }
 
     #[inline]
-    fn seed(
+    fn seed<const P: usize>(
         back: &Backward<Compact>,
         i: u64,
         at: usize,
@@ -132,12 +132,12 @@ impl Encoding for Compact {
             }
         } else {
             // Lost only if every in-level child is won by now.
-            queue_check(back, i, -t, board(), NO_PIT, t, out);
+            queue_check::<P>(back, i, -t, board(), NO_PIT, t, out);
         }
     }
 
     #[inline]
-    fn update(
+    fn update<const P: usize>(
         back: &Backward<Compact>,
         qi: u64,
         board: impl FnOnce() -> Board,
@@ -165,13 +165,13 @@ impl Encoding for Compact {
             return;
         }
         if code > NO_EXIT + 1 {
-            queue_check(back, qi, code, board(), o, t, out);
+            queue_check::<P>(back, qi, code, board(), o, t, out);
             return;
         }
         // No exit and at most one child known won: count this one; lost when the count
         // reaches the in-level moves (each won child is told once).
         let q = board();
-        let moves = match exits(&q, back.rules) {
+        let moves = match exits_p::<P>(&q, back.rules) {
             Exits::Moves { stay } => stay as i8,
             _ => unreachable!("a position with no exit has in-level moves"),
         };
@@ -200,17 +200,17 @@ impl Encoding for Compact {
                 break;
             }
         }
-        queue_check(back, qi, code, q, o, t, out);
+        queue_check::<P>(back, qi, code, q, o, t, out);
     }
 
     #[inline]
-    fn check(back: &Backward<Compact>, c: &Check, t: i8, out: &mut Queues) {
+    fn check<const P: usize>(back: &Backward<Compact>, c: &Check, t: i8, out: &mut Queues) {
         if won(back, c.first) {
-            next_child(back, c, c.pit as usize + 1, t, out);
+            next_child::<P>(back, c, c.pit as usize + 1, t, out);
         }
     }
 
-    fn go_on(
+    fn go_on<const P: usize>(
         back: &Backward<Compact>,
         qi: u64,
         board: Board,
@@ -228,7 +228,7 @@ impl Encoding for Compact {
             pit: 0,
             first: 0,
         };
-        next_child(back, &c, pit as usize, t, out);
+        next_child::<P>(back, &c, pit as usize, t, out);
     }
 }
 
@@ -255,7 +255,7 @@ fn won(back: &Backward<Compact>, ci: u64) -> bool {
 /// prefetched, and the check waits on the queue for the next batch; with no other child,
 /// it is lost now.
 #[inline]
-fn queue_check(
+fn queue_check<const P: usize>(
     back: &Backward<Compact>,
     qi: u64,
     code: i8,
@@ -272,7 +272,7 @@ fn queue_check(
         pit: 0,
         first: 0,
     };
-    next_child(back, &check, 0, t, out);
+    next_child::<P>(back, &check, 0, t, out);
 }
 
 /// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
@@ -281,13 +281,19 @@ fn queue_check(
 /// and goes on the stack. Over ranks, a child held by another rank sends the check on to
 /// that rank, and a position lost there is told its holder.
 #[inline]
-fn next_child(back: &Backward<Compact>, c: &Check, from: usize, t: i8, out: &mut Queues) {
+fn next_child<const P: usize>(
+    back: &Backward<Compact>,
+    c: &Check,
+    from: usize,
+    t: i8,
+    out: &mut Queues,
+) {
     let mut next = None;
-    for_each_stay(&c.board, back.rules, from, |o, child| {
+    for_each_stay_p::<P>(&c.board, back.rules, from, |o, child| {
         if o as u8 == c.skip {
             return true;
         }
-        next = Some((o, back.index.rank_in(child, back.n)));
+        next = Some((o, back.index.rank_in_p::<P>(child, back.n)));
         false
     });
     let held = back.state.len() as u64;

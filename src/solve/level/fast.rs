@@ -95,7 +95,7 @@ impl Encoding for Fast {
     }
 
     #[inline]
-    fn seed(
+    fn seed<const P: usize>(
         back: &Backward<Fast>,
         i: u64,
         at: usize,
@@ -112,7 +112,7 @@ impl Encoding for Fast {
     }
 
     #[inline]
-    fn update(
+    fn update<const P: usize>(
         back: &Backward<Fast>,
         qi: u64,
         board: impl FnOnce() -> Board,
@@ -152,11 +152,19 @@ impl Encoding for Fast {
         }
     }
 
-    fn check(_: &Backward<Fast>, _: &Check, _: i8, _: &mut Queues) {
+    fn check<const P: usize>(_: &Backward<Fast>, _: &Check, _: i8, _: &mut Queues) {
         unreachable!("the fast state counts moves and queues no check")
     }
 
-    fn go_on(_: &Backward<Fast>, _: u64, _: Board, _: u8, _: u8, _: i8, _: &mut Queues) {
+    fn go_on<const P: usize>(
+        _: &Backward<Fast>,
+        _: u64,
+        _: Board,
+        _: u8,
+        _: u8,
+        _: i8,
+        _: &mut Queues,
+    ) {
         unreachable!("the fast state counts moves and sends no check")
     }
 }

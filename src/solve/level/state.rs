@@ -17,7 +17,8 @@ use super::StateKind;
 use crate::db::checkpoint::{write_checkpoint, Checkpoint, CheckpointHeader};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::game::rules::{exits, Board, Exits, Rules};
+use crate::game::pits::with_pits;
+use crate::game::rules::{exits_p, Board, Exits, Rules};
 use crate::game::scan::NO_EXIT;
 use crate::util::{HugeBuf, CHUNK};
 
@@ -64,7 +65,7 @@ pub(crate) trait Encoding: Sized + Send + Sync + 'static {
     /// Settles a seed of threshold `t` that [`Encoding::seeds`] found, at `at` (index
     /// `i`), won or (fast) lost; a lost one of the compact state may be lost, and its
     /// children are checked first. `board` gives its board.
-    fn seed(
+    fn seed<const P: usize>(
         back: &Backward<Self>,
         i: u64,
         at: usize,
@@ -78,7 +79,7 @@ pub(crate) trait Encoding: Sized + Send + Sync + 'static {
     /// or lost for the child's side to move, by its move from pit `o`
     /// ([`super::NO_PIT`] if not known); a position this settles goes on the stack with
     /// its board, and one that may be lost (compact) on the checks.
-    fn update(
+    fn update<const P: usize>(
         back: &Backward<Self>,
         qi: u64,
         board: impl FnOnce() -> Board,
@@ -89,11 +90,11 @@ pub(crate) trait Encoding: Sized + Send + Sync + 'static {
     );
 
     /// Goes on with a check whose child `c.first` was prefetched a batch ago (compact).
-    fn check(back: &Backward<Self>, c: &Check, t: i8, out: &mut Queues);
+    fn check<const P: usize>(back: &Backward<Self>, c: &Check, t: i8, out: &mut Queues);
 
     /// Goes on with another rank's check of position `qi` at its child by `pit`, held here;
     /// the child by `skip` is known won (compact).
-    fn go_on(
+    fn go_on<const P: usize>(
         back: &Backward<Self>,
         qi: u64,
         board: Board,
@@ -220,16 +221,29 @@ impl<E: Encoding> State<E> {
         (0..chunks).into_par_iter().for_each(|c| {
             let first = range.start + c * CHUNK;
             let end = (first + CHUNK).min(range.end);
-            let mut board = index.unrank(n, first);
-            for i in first..end {
-                let (b, stay) = exit_and_stay(exits(&board, rules), n, NO_EXIT);
-                self.init((i - base) as usize, stay, b);
-                if i + 1 < end {
-                    index.next(&mut board);
-                }
-            }
+            with_pits!(index.pits_per_side(), P => self.own_moves_p::<P>(rules, index, n, first..end, base));
             done(end - first);
         });
+    }
+
+    /// [`State::own_moves`] of one run of positions, `P` known at compile time.
+    #[inline(always)]
+    fn own_moves_p<const P: usize>(
+        &self,
+        rules: Rules,
+        index: &Index,
+        n: usize,
+        range: Range<u64>,
+        base: u64,
+    ) {
+        let mut board = index.unrank(n, range.start);
+        for i in range.clone() {
+            let (b, stay) = exit_and_stay(exits_p::<P>(&board, rules), n, NO_EXIT);
+            self.init((i - base) as usize, stay, b);
+            if i + 1 < range.end {
+                index.next_p::<P>(&mut board);
+            }
+        }
     }
 
     /// Raises position `i`'s best exit to `x` if it is lower (several threads may raise one
