@@ -101,6 +101,40 @@ pub struct CheckpointHeader {
 }
 
 impl CheckpointHeader {
+    /// The header of a checkpoint of the positions `held` (`part` of the level) of level
+    /// `seeds` of `positions`, written now; its thresholds and times are zero, and its
+    /// state's fields (encoding, sizes, checksum) are the writer's to fill in.
+    pub fn new(
+        rules: Rules,
+        pits: usize,
+        seeds: usize,
+        positions: u64,
+        part: Part,
+        held: std::ops::Range<u64>,
+    ) -> CheckpointHeader {
+        let written = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        CheckpointHeader {
+            rules,
+            pits,
+            seeds,
+            positions,
+            part,
+            base: held.start,
+            held: held.end - held.start,
+            encoding: 0,
+            next: 0,
+            present: 0,
+            forward_ns: 0,
+            backward_ns: 0,
+            written,
+            map_bytes: 0,
+            state_bytes: 0,
+            checksum: 0,
+        }
+    }
+
     /// The header block as stored at the start of the file.
     pub fn encode(&self) -> [u8; PAYLOAD_OFFSET] {
         let mut h = [0u8; PAYLOAD_OFFSET];

@@ -8,7 +8,7 @@
 
 use std::fs::{self, File};
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::db::checkpoint::{
     checkpoint_path, list_checkpoints, remove_checkpoints, Checkpoint, CheckpointHeader, Part,
@@ -594,27 +594,12 @@ impl Level<'_> {
     /// times `t`; [`State::save`] fills in the state's fields, the caller the thresholds
     /// present.
     fn header(&self, next: u8, t: PhaseTimes) -> CheckpointHeader {
-        let size = self.index.level_size(self.n);
-        let written = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let (opts, size) = (self.opts, self.index.level_size(self.n));
         CheckpointHeader {
-            rules: self.opts.rules,
-            pits: self.opts.pits,
-            seeds: self.n,
-            positions: size,
-            part: Part::WHOLE,
-            base: 0,
-            held: size,
-            encoding: 0,
             next,
-            present: 0,
             forward_ns: t.forward.as_nanos() as u64,
             backward_ns: t.backward.as_nanos() as u64,
-            written,
-            map_bytes: 0,
-            state_bytes: 0,
-            checksum: 0,
+            ..CheckpointHeader::new(opts.rules, opts.pits, self.n, size, Part::WHOLE, 0..size)
         }
     }
 }

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -195,26 +195,18 @@ struct Saver<'a> {
 impl Saver<'_> {
     /// The header of this rank's checkpoint after threshold `next + 1`.
     fn header(&self, next: u8, present: u64) -> CheckpointHeader {
-        let written = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let c = self.c;
         CheckpointHeader {
-            rules: self.rules,
-            pits: self.c.pits,
-            seeds: self.n,
-            positions: self.size,
-            part: self.part,
-            base: self.mine.start,
-            held: self.mine.end - self.mine.start,
-            encoding: 0,
             next,
             present,
-            forward_ns: 0,
-            backward_ns: 0,
-            written,
-            map_bytes: 0,
-            state_bytes: 0,
-            checksum: 0,
+            ..CheckpointHeader::new(
+                self.rules,
+                c.pits,
+                self.n,
+                self.size,
+                self.part,
+                self.mine.clone(),
+            )
         }
     }
 
