@@ -1038,6 +1038,54 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
         recorded.lines().nth(5).unwrap().starts_with("4,1365,"),
         "{recorded}"
     );
+    // Checkpoints: a level's disk counts two of its solver state, the one being written
+    // and the one before. Levels 0..=13 take 5.2 MB raw, level 13's checkpoints 10.5 MB
+    // (twice 5,236,680 bytes of fast state and a 4,096-byte header): 14 MB holds them only
+    // with the levels packed (1.9 MB at the default ratio); without checkpoints, raw.
+    let empty = tmp.path().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let plan13 = |more: &[&str]| {
+        let mut a = vec![
+            "plan",
+            "--max-seeds",
+            "13",
+            "--memory-per-node",
+            "24",
+            "--cores-per-node",
+            "2",
+            "--disk-per-node",
+            "0.014",
+            "--dir",
+            empty.to_str().unwrap(),
+            "--rates",
+            csv,
+        ];
+        a.extend_from_slice(more);
+        ok(&a)
+    };
+    let out = plan13(&[]);
+    let line = |out: &str, n: usize| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(&n.to_string()))
+            .unwrap()
+            .to_string()
+    };
+    let r13 = line(&out, 13);
+    assert!(r13.contains(" 5 MB ") && r13.contains(" 10 MB "), "{out}");
+    assert!(r13.ends_with("disk: packed only"), "{out}");
+    assert!(line(&out, 12).ends_with("yes"), "{out}");
+    assert!(
+        out.contains("and up to 10 MB of checkpoints")
+            && out.contains("disk: raw levels and checkpoints run out of disk at level 13")
+            && out.contains("needs 12 MB per node"),
+        "{out}"
+    );
+    let out = plan13(&["--checkpoint-every", "off"]);
+    assert!(
+        line(&out, 13).ends_with("yes") && !out.contains("of checkpoints"),
+        "{out}"
+    );
+    assert!(out.contains("every level fits"), "{out}");
 }
 
 /// `awari plan` in a folder whose builds recorded their rates: it plans with those of the

@@ -9,7 +9,7 @@ use awari::expert::figures::group;
 use awari::expert::{Index, MAX_SEEDS};
 use awari::{build, BuildOptions, LevelReport, Lower, StateKind};
 
-use super::{interrupt, make_dir, whole, DbArgs, Threads};
+use super::{interrupt, make_dir, parse_every, whole, DbArgs, Every, Threads};
 
 /// Build levels 0..=N (skips levels already complete and valid, so an interrupted build
 /// resumes).
@@ -62,37 +62,6 @@ pub struct BuildArgs {
     /// levels then needs about half the disk. Lower levels are read from their packs.
     #[arg(long)]
     pack: bool,
-}
-
-/// `--checkpoint-every`: an interval, or none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Every(Option<std::time::Duration>);
-
-/// The longest `--checkpoint-every` taken: a week.
-const EVERY_MAX: u64 = 7 * 24 * 3600;
-
-/// Parses `--checkpoint-every`: a whole number of seconds, minutes or hours (`30s`,
-/// `15m`, `1h`), or `off`.
-fn parse_every(s: &str) -> Result<Every, String> {
-    if s == "off" {
-        return Ok(Every(None));
-    }
-    let unit = |c: char| match c {
-        's' => Some(1),
-        'm' => Some(60),
-        'h' => Some(3600),
-        _ => None,
-    };
-    let wrong = || format!("`{s}` is not a duration: write 30s, 15m, 1h or off");
-    let last = s.chars().last().ok_or_else(wrong)?;
-    let per = unit(last).ok_or_else(wrong)?;
-    let count: u64 = s[..s.len() - 1].parse().map_err(|_| wrong())?;
-    match count.checked_mul(per) {
-        Some(secs) if secs <= EVERY_MAX => Ok(Every(Some(std::time::Duration::from_secs(secs)))),
-        _ => Err(format!(
-            "`{s}` is longer than a week (168h); use off for no checkpoints"
-        )),
-    }
 }
 
 /// `--state`.
@@ -486,7 +455,7 @@ mod tests {
         assert_eq!(parse_every("15m"), secs(900));
         assert_eq!(parse_every("1h"), secs(3600));
         assert_eq!(parse_every("0s"), secs(0));
-        assert_eq!(parse_every("168h"), secs(EVERY_MAX));
+        assert_eq!(parse_every("168h"), secs(super::super::EVERY_MAX));
         assert_eq!(parse_every("off"), Ok(Every(None)));
         for bad in [
             "", "15", "m", "-1m", "1.5h", "1d", "15 m", "nan", "inf", "169h",

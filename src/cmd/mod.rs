@@ -190,6 +190,37 @@ pub fn real(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + 
     }
 }
 
+/// `--checkpoint-every`: an interval, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Every(pub Option<std::time::Duration>);
+
+/// The longest `--checkpoint-every` taken: a week.
+pub const EVERY_MAX: u64 = 7 * 24 * 3600;
+
+/// Parses `--checkpoint-every`: a whole number of seconds, minutes or hours (`30s`,
+/// `15m`, `1h`), or `off`.
+pub fn parse_every(s: &str) -> Result<Every, String> {
+    if s == "off" {
+        return Ok(Every(None));
+    }
+    let unit = |c: char| match c {
+        's' => Some(1),
+        'm' => Some(60),
+        'h' => Some(3600),
+        _ => None,
+    };
+    let wrong = || format!("`{s}` is not a duration: write 30s, 15m, 1h or off");
+    let last = s.chars().last().ok_or_else(wrong)?;
+    let per = unit(last).ok_or_else(wrong)?;
+    let count: u64 = s[..s.len() - 1].parse().map_err(|_| wrong())?;
+    match count.checked_mul(per) {
+        Some(secs) if secs <= EVERY_MAX => Ok(Every(Some(std::time::Duration::from_secs(secs)))),
+        _ => Err(format!(
+            "`{s}` is longer than a week (168h); use off for no checkpoints"
+        )),
+    }
+}
+
 /// One thread per core, at most `MAX_THREADS` (a default is never refused).
 pub fn default_threads() -> usize {
     std::thread::available_parallelism()

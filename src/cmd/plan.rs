@@ -18,7 +18,7 @@ use awari::plan::{
 };
 use awari::{build, BuildOptions, Rules};
 
-use super::{real, whole, RootArg};
+use super::{parse_every, real, whole, Every, RootArg};
 
 /// The most nodes `--nodes` takes, and the most that the advice on node counts tries.
 const MAX_NODES: usize = 1_000_000;
@@ -52,9 +52,15 @@ pub struct PlanArgs {
     /// Cores per node, 1..=1024 (default: this machine's).
     #[arg(long, value_parser = whole::<usize>(1, MAX_THREADS as u64))]
     cores_per_node: Option<usize>,
-    /// Disk per node in GB, 0.01..=1000000000 (default: what is free under --dir).
+    /// Disk per node in GB, 0.01..=1000000000 (default: what is free under --dir, and
+    /// what the levels of this database already built there take).
     #[arg(long, value_name = "GB", value_parser = real(0.01, 1e9))]
     disk_per_node: Option<f64>,
+    /// The build's `--checkpoint-every` (`30s`, `15m`, `1h`; `off`: never): with
+    /// checkpoints, each level's disk counts two of its solver state, the checkpoint
+    /// being written and the one before.
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_every)]
+    checkpoint_every: Every,
     /// Where the database goes: its free disk, and the pack ratio of levels packed there.
     #[command(flatten)]
     root: RootArg,
@@ -76,23 +82,6 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         bail!("--nodes must be at least 1");
     }
     let index = Index::new(args.pits, args.max_seeds)?;
-    let gb = |x: f64| (x * 1e9) as u64;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let machine = Machine {
-        nodes: args.nodes,
-        memory: args
-            .memory_per_node
-            .map(gb)
-            .or_else(memory_total)
-            .context("this machine does not say its memory; give --memory-per-node")?,
-        cores: args.cores_per_node.unwrap_or(cores),
-        disk: args
-            .disk_per_node
-            .map(gb)
-            .or_else(|| disk_available(args.root.root()))
-            .context("no free disk figure for --dir; give --disk-per-node")?,
-    };
-    let db_dir = awari::expert::db_dir(args.root.root(), args.rules, args.pits);
     // The levels of this database already on disk (the raw file of a level if both are).
     let found: Vec<LevelInfo> = survey(args.root.root(), false)
         .unwrap_or_default()
@@ -103,6 +92,28 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
     for l in found.iter().rev() {
         on_disk.insert(l.seeds, (l.bytes, l.packed));
     }
+    let built: u64 = on_disk.values().map(|&(b, _)| b).sum();
+    let gb = |x: f64| (x * 1e9) as u64;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let machine = Machine {
+        nodes: args.nodes,
+        memory: args
+            .memory_per_node
+            .map(gb)
+            .or_else(memory_total)
+            .context("this machine does not say its memory; give --memory-per-node")?,
+        cores: args.cores_per_node.unwrap_or(cores),
+        disk: match args.disk_per_node {
+            Some(g) => gb(g),
+            // The plan counts the levels built already: their room is the database's.
+            None => {
+                disk_available(args.root.root())
+                    .context("no free disk figure for --dir; give --disk-per-node")?
+                    + built
+            }
+        },
+    };
+    let db_dir = awari::expert::db_dir(args.root.root(), args.rules, args.pits);
     let (ratio, ratio_from) = pack_ratio(&found);
     // The rates file of the folder: measured by the builds there.
     let recorded = rates::read(&db_dir).unwrap_or_else(|e| {
@@ -125,9 +136,22 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
     let built_in: BTreeMap<usize, f64> = recorded
         .map(|r| r.latest().iter().map(|l| (l.seeds, l.seconds)).collect())
         .unwrap_or_default();
-    let levels = plan(&index, args.max_seeds, &machine, ratio, Some(rate));
+    let checkpoints = args.checkpoint_every.0.is_some();
+    let levels = plan(
+        &index,
+        args.max_seeds,
+        &machine,
+        ratio,
+        Some(rate),
+        checkpoints,
+    );
+    let disk_from = match (args.disk_per_node, built) {
+        (Some(_), _) => String::new(),
+        (None, 0) => " free".to_string(),
+        (None, b) => format!(" (free, and {} of levels built)", bytes(b)),
+    };
     println!(
-        "plan: {} levels 0..={}, {} pits per side, on {} node(s) of {} memory, {} cores, {} disk ({})",
+        "plan: {} levels 0..={}, {} pits per side, on {} node(s) of {} memory, {} cores, {} disk{disk_from} ({})",
         args.rules,
         args.max_seeds,
         args.pits,
@@ -137,12 +161,17 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         bytes(machine.disk),
         db_dir.display()
     );
+    if checkpoints {
+        println!(
+            "checkpoints: each level's disk counts two of its solver state (`--checkpoint-every off`: none)"
+        );
+    }
     println!(
         "rate: {:.0} positions/s/thread ({rate_from}), falling as size^-{RATE_FALL} on larger levels; pack ratio {ratio:.2} ({ratio_from})",
         rate.per_thread
     );
     println!(
-        "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  fits",
+        "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>11} {:>10}  fits",
         "level",
         "positions",
         "state/lower",
@@ -153,12 +182,13 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         "packed/node",
         "raw so far",
         "packed so far",
+        "checkpoints",
         "time"
     );
     for l in &levels {
         let way = l.way.map_or("-".to_string(), |w| w.to_string());
         println!(
-            "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>10}  {}{}",
+            "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>11} {:>10}  {}{}",
             l.seeds,
             group(l.positions),
             way,
@@ -169,6 +199,7 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
             bytes(l.packed),
             bytes(l.raw_so_far),
             bytes(l.packed_so_far),
+            bytes(l.checkpoints),
             duration(l.seconds.unwrap_or(0.0)),
             fits(l, &machine),
             on_disk
@@ -187,6 +218,12 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
     let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
     let last = levels.last().expect("level 0 at least");
     let peak = levels.iter().map(|l| l.memory()).max().unwrap_or(0);
+    let ckpt = levels.iter().map(|l| l.checkpoints).max().unwrap_or(0);
+    let ckpt = if ckpt > 0 {
+        format!(", and up to {} of checkpoints", bytes(ckpt))
+    } else {
+        String::new()
+    };
     let beside = busy_by.map_or(String::new(), |k| {
         format!(
             " (about {} beside work like that which disturbed the measurement)",
@@ -194,7 +231,7 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         )
     });
     println!(
-        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed); about {}{beside}",
+        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed){ckpt}; about {}{beside}",
         group(total),
         bytes(peak),
         bytes(last.raw_so_far),
@@ -202,7 +239,7 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         duration(seconds)
     );
     advise(&levels, &machine, |m| {
-        plan(&index, args.max_seeds, m, ratio, None)
+        plan(&index, args.max_seeds, m, ratio, None, checkpoints)
     });
     Ok(())
 }
@@ -218,7 +255,7 @@ fn duration(seconds: f64) -> String {
 
 /// "yes", or what does not fit.
 fn fits(l: &LevelPlan, m: &Machine) -> &'static str {
-    match (l.fits_memory(m), l.fits_disk(m), l.packed_so_far <= m.disk) {
+    match (l.fits_memory(m), l.fits_disk(m), l.fits_disk_packed(m)) {
         (true, true, _) => "yes",
         (true, false, true) => "disk: packed only",
         (true, false, false) => "NO: disk",
@@ -235,9 +272,16 @@ fn advise(levels: &[LevelPlan], m: &Machine, plan_on: impl Fn(&Machine) -> Vec<L
     let Some(big) = levels.iter().find(|l| !l.fits_memory(m)) else {
         if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
             println!(
-                "disk: raw levels run out of disk at level {}; packing them as they are built (`awari pack --all --remove-raw`) needs {} per node",
+                "disk: raw levels{} run out of disk at level {}; packing them as they are built (`awari pack --all --remove-raw`) needs {} per node",
+                if l.checkpoints > 0 { " and checkpoints" } else { "" },
                 l.seeds,
-                bytes(levels.last().map_or(0, |l| l.packed_so_far))
+                bytes(
+                    levels
+                        .iter()
+                        .map(|l| l.packed_so_far + l.checkpoints)
+                        .max()
+                        .unwrap_or(0)
+                )
             );
         } else {
             println!("every level fits");

@@ -76,6 +76,9 @@ pub struct LevelPlan {
     pub raw_so_far: u64,
     /// The same, packed.
     pub packed_so_far: u64,
+    /// Disk the level's checkpoints take at their peak (0 without checkpoints): two of the
+    /// rank's state while the newer is written and the older not yet removed.
+    pub checkpoints: u64,
     /// Expected wall time of the level, at the plan's rate.
     pub seconds: Option<f64>,
     /// Built by a single process (which may spill its state), not over ranks.
@@ -99,9 +102,15 @@ impl LevelPlan {
         self.single && self.lower > 0 && self.state >= SPILL_FROM
     }
 
-    /// Whether the raw levels `0..=seeds` fit a node's disk.
+    /// Whether the raw levels `0..=seeds` and the level's checkpoints fit a node's disk.
     pub fn fits_disk(&self, m: &Machine) -> bool {
-        self.raw_so_far <= m.disk
+        self.raw_so_far + self.checkpoints <= m.disk
+    }
+
+    /// Whether the levels `0..=seeds` packed and the level's checkpoints fit a node's
+    /// disk.
+    pub fn fits_disk_packed(&self, m: &Machine) -> bool {
+        self.packed_so_far + self.checkpoints <= m.disk
     }
 }
 
@@ -423,13 +432,15 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
 /// The plan of levels `0..=max_seeds` on `machine`: `pack_ratio` is raw over packed
 /// size; times come from `rate`, lowered for larger levels as [`rate_at`] says, and
 /// assume every core of every node is busy (which a distributed build approaches only on
-/// large levels).
+/// large levels). With `checkpoints`, each level's disk counts the checkpoints of its
+/// state (DESIGN.md section 4.5).
 pub fn plan(
     index: &Index,
     max_seeds: usize,
     machine: &Machine,
     pack_ratio: f64,
     rate: Option<Rate>,
+    checkpoints: bool,
 ) -> Vec<LevelPlan> {
     let ranks = machine.nodes.max(1);
     let threads = (ranks * machine.cores.max(1)) as f64;
@@ -476,6 +487,11 @@ pub fn plan(
                 packed,
                 raw_so_far,
                 packed_so_far,
+                checkpoints: if checkpoints {
+                    2 * (PAYLOAD_OFFSET as u64 + state.bytes(slice))
+                } else {
+                    0
+                },
                 seconds: rate.map(|r| {
                     let per_thread = rate_at(r.per_thread, r.level_size, positions);
                     positions as f64 / (per_thread * threads) * way_cost(chosen)
@@ -707,7 +723,7 @@ mod tests {
             per_thread: 2e6,
             level_size: 80_214_915,
         };
-        let p = plan(&index, 48, &one, 2.0, Some(rate));
+        let p = plan(&index, 48, &one, 2.0, Some(rate), false);
         // Level 20 at the measured rate on 64 threads; level 28 at 0.64 of it.
         assert!((p[20].seconds.unwrap() - 80_214_915.0 / 2e6 / 64.0).abs() < 1e-6);
         let r28 = 1_482_519_324.0 / p[28].seconds.unwrap() / 64.0;
@@ -733,7 +749,7 @@ mod tests {
             memory: 256_000_000_000,
             ..one
         };
-        let p = plan(&index, 48, &node, 2.0, None);
+        let p = plan(&index, 48, &node, 2.0, None, false);
         assert!(p.iter().all(|l| l.fits_memory(&node)));
         assert_eq!(
             p[48].way,
@@ -752,7 +768,7 @@ mod tests {
             cores: 2,
             ..one
         };
-        let p = plan(&index, 36, &here, 2.0, None);
+        let p = plan(&index, 36, &here, 2.0, None, false);
         assert_eq!(
             p[36].way,
             Some(Way {
@@ -761,6 +777,23 @@ mod tests {
             })
         );
         assert_eq!(p[36].state, 16_039_880_609);
+        // With checkpoints, two of the state while the newer is written: on this
+        // machine's 80 GB the raw levels (58.6 GB) and the checkpoints of level 36 do not
+        // fit, packed ones do.
+        let disk = Machine {
+            disk: 80_000_000_000,
+            ..here
+        };
+        let with = plan(&index, 36, &disk, 2.68, None, true);
+        let raw = with[36].raw_so_far;
+        assert_eq!(raw, p[36].raw_so_far);
+        assert_eq!(
+            with[36].checkpoints,
+            2 * (16_039_880_609 + PAYLOAD_OFFSET as u64)
+        );
+        assert!(raw <= disk.disk && raw + with[36].checkpoints > disk.disk);
+        assert!(!with[36].fits_disk(&disk) && with[36].fits_disk_packed(&disk));
+        assert!(p[36].fits_disk(&disk) && p[36].checkpoints == 0);
         assert_eq!(
             p[35].way,
             Some(Way {
@@ -775,7 +808,7 @@ mod tests {
             memory: 64 << 30,
             ..one
         };
-        let p = plan(&index, 48, &sixteen, 2.0, None);
+        let p = plan(&index, 48, &sixteen, 2.0, None, false);
         let slice = 203_648_015_935u64.div_ceil(16);
         assert_eq!(
             p[48].way,
@@ -792,7 +825,7 @@ mod tests {
             memory: 20 << 30,
             ..sixteen
         };
-        let p = plan(&index, 48, &small, 2.0, None);
+        let p = plan(&index, 48, &small, 2.0, None, false);
         assert_eq!(
             p[48].way,
             Some(Way {
@@ -813,7 +846,7 @@ mod tests {
             memory: 1 << 30,
             ..sixteen
         };
-        let first_too_big = plan(&index, 48, &tiny, 2.0, None)
+        let first_too_big = plan(&index, 48, &tiny, 2.0, None, false)
             .iter()
             .find(|l| !l.fits_memory(&tiny))
             .map(|l| l.seeds);
@@ -947,8 +980,8 @@ mod tests {
             per_thread: 1e6,
             level_size: size(14),
         };
-        let p = plan(&index, 27, &one, 2.0, Some(m.rate));
-        let q = plan(&index, 27, &one, 2.0, Some(calibrated));
+        let p = plan(&index, 27, &one, 2.0, Some(m.rate), false);
+        let q = plan(&index, 27, &one, 2.0, Some(calibrated), false);
         for n in [26, 27] {
             let want = size(n) as f64 / (rate_at(m.rate.per_thread, size(25), size(n)) * 2.0);
             assert!((p[n].seconds.unwrap() - want).abs() < 1e-6, "level {n}");
@@ -1042,14 +1075,14 @@ mod tests {
             );
         };
         let m = measured_rate(&[quiet(24, 55.3)], &index).unwrap();
-        let p = plan(&index, 27, &here, 2.0, Some(m.rate));
+        let p = plan(&index, 27, &here, 2.0, Some(m.rate), false);
         assert_eq!(p[26].way.unwrap().to_string(), "fast/random");
         // 123.6 s and 181.3 s planned.
         within(p[26].seconds.unwrap(), 113.5, 0.10);
         within(p[27].seconds.unwrap(), 168.6, 0.10);
         let m = measured_rate(&[quiet(24, 55.3), quiet(26, 113.5)], &index).unwrap();
         assert_eq!(m.levels, vec![24, 26]);
-        let p = plan(&index, 27, &here, 2.0, Some(m.rate));
+        let p = plan(&index, 27, &here, 2.0, Some(m.rate), false);
         // 173.5 s planned.
         within(p[27].seconds.unwrap(), 168.6, 0.05);
     }
