@@ -13,8 +13,8 @@ use awari::expert::pack::{survey, LevelInfo};
 use awari::expert::{Index, MAX_PITS, MAX_SEEDS, MAX_THREADS};
 use awari::plan::rates::{self, Rates};
 use awari::plan::{
-    measured_rate, plan, Calibration, LevelPlan, Machine, Rate, BUSY_AT_LEAST, DEFAULT_PACK_RATIO,
-    RATE_FALL,
+    measured_rate, plan, rate_fall, Calibration, LevelPlan, Machine, Rate, BUSY_AT_LEAST,
+    DEFAULT_PACK_RATIO,
 };
 use awari::{build, BuildOptions, Rules};
 
@@ -167,8 +167,9 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         );
     }
     println!(
-        "rate: {:.0} positions/s/thread ({rate_from}), falling as size^-{RATE_FALL} on larger levels; pack ratio {ratio:.2} ({ratio_from})",
-        rate.per_thread
+        "rate: {:.0} positions/s/thread ({rate_from}), falling as {}; pack ratio {ratio:.2} ({ratio_from})",
+        rate.per_thread,
+        rate_fall()
     );
     println!(
         "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>11} {:>10}  fits",
