@@ -198,6 +198,41 @@ fn kill_and_resume(
     resumed
 }
 
+/// A tmpfs mounted for a test, unmounted when dropped: a disk of a chosen size.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (as `mount -o size=` takes it) at `at`; `None`, with a
+    /// notice, where this user cannot mount one.
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs(at.to_path_buf())),
+            Ok(o) => {
+                eprintln!(
+                    "NOTICE: no tmpfs of {size} to test on: cannot mount ({})",
+                    text(&o.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("NOTICE: no tmpfs of {size} to test on: no mount command ({e})");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
 mod slow {
     use super::*;
 
@@ -224,6 +259,51 @@ mod slow {
             // Every kill but the one in the forward pass left a checkpoint.
             assert_eq!(resumed, moments.len() - 1, "{rules} {state}");
         }
+    }
+
+    /// A disk with room for the level and one checkpoint only: each checkpoint is removed
+    /// before the next is written, said in one warning, and a build killed meanwhile
+    /// resumes from the one there (or, killed between the two, starts the level afresh).
+    #[test]
+    fn one_checkpoint_at_a_time_where_the_disk_holds_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (want, from) = reference(&tmp.path().join("ref"), "awari", "fast");
+        // 16 MiB: levels 0..=16 (5.0 MB), level 17 (2.8 MB) and one checkpoint of its fast
+        // state (6.0 MB) fit; a second checkpoint does not.
+        let mnt = tmp.path().join("mnt");
+        let Some(_mounted) = Tmpfs::mount(&mnt, "16m") else {
+            return;
+        };
+        let root = below(&mnt, "whole", "awari", &from);
+        let (line, warnings) = resume(&root, "awari", "fast");
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("room for one checkpoint only"),
+            "{warnings:?}"
+        );
+        let saved: usize = line
+            .split(", ")
+            .find_map(|w| w.strip_suffix(" checkpoint(s)"))
+            .and_then(|k| k.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"));
+        assert!(saved > 2, "{line}");
+        let dir = db(&root, "awari");
+        assert!(std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap() == want);
+        assert_eq!(checkpoints(&dir), (vec![], vec![]));
+        std::fs::remove_dir_all(&root).unwrap();
+        let root = below(&mnt, "killed", "awari", &from);
+        let left = kill_at(&root, "awari", "fast", Moment::After(10)).expect("killed");
+        assert!(left.len() <= 1, "{left:?}");
+        let (line, _) = resume(&root, "awari", "fast");
+        match left.first() {
+            Some(t) => assert!(
+                line.contains(&format!("resumed at threshold {t}")),
+                "{line}"
+            ),
+            None => assert!(!line.contains("resumed"), "{line}"),
+        }
+        let dir = db(&root, "awari");
+        assert!(std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap() == want);
+        assert_eq!(checkpoints(&dir), (vec![], vec![]));
     }
 
     /// A truncated, a changed and a foreign checkpoint: each refused in one warning, the

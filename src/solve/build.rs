@@ -515,6 +515,8 @@ impl Level<'_> {
         let n = self.n;
         let mut last = started;
         let mut checkpoints = 0;
+        // Whether the disk holds one checkpoint only (said once).
+        let mut replacing = false;
         let mut boundary = |state: &mut State<E>, stage: Stage, present: u64, t: PhaseTimes| {
             match self.opts.checkpoint_every {
                 Some(every) if last.elapsed() >= every => {}
@@ -525,14 +527,55 @@ impl Level<'_> {
             // worth the level.
             let size = self.index.level_size(n);
             let need = E::KIND.bytes(size) + PAYLOAD_OFFSET as u64 + size;
-            if let Some(free) = disk_available(self.dir).filter(|&f| f < need) {
-                warn(&format!(
-                    "level {n}: checkpoint skipped: it and the level need {}, {} is free",
-                    bytes(need),
-                    bytes(free)
-                ));
-                last = Instant::now();
-                return;
+            let older = match list_checkpoints(self.dir, n, Part::WHOLE) {
+                Ok(older) => older,
+                Err(e) => {
+                    warn(&format!(
+                        "level {n}: checkpoint not written ({}); the build goes on",
+                        e.one_line()
+                    ));
+                    last = Instant::now();
+                    return;
+                }
+            };
+            let older_bytes: u64 = older
+                .iter()
+                .filter_map(|(_, p)| fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum();
+            match disk_available(self.dir) {
+                Some(free) if free < need && free + older_bytes >= need => {
+                    // Room for one checkpoint only: the older goes first. A stop while the
+                    // new one is written then loses both, and the level starts afresh.
+                    if !replacing {
+                        warn(&format!(
+                            "level {n}: room for one checkpoint only ({} free, {} needed for                              a second and the level): each is removed before the next is                              written",
+                            bytes(free),
+                            bytes(need)
+                        ));
+                        replacing = true;
+                    }
+                    for (_, p) in &older {
+                        if let Err(e) = fs::remove_file(p) {
+                            warn(&format!(
+                                "level {n}: checkpoint not written ({}); the build goes on",
+                                Error::io(p, e).one_line()
+                            ));
+                            last = Instant::now();
+                            return;
+                        }
+                    }
+                }
+                Some(free) if free < need => {
+                    warn(&format!(
+                        "level {n}: checkpoint skipped: it and the level need {}, {} is free",
+                        bytes(need),
+                        bytes(free)
+                    ));
+                    last = Instant::now();
+                    return;
+                }
+                _ => {}
             }
             let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
             let head = CheckpointHeader {
