@@ -277,7 +277,11 @@ mod slow {
         let root = below(&mnt, "whole", "awari", &from);
         let (line, warnings) = resume(&root, "awari", "fast");
         assert!(
-            warnings.len() == 1 && warnings[0].contains("room for one checkpoint only"),
+            warnings.len() == 1
+                && warnings[0].contains("room for one checkpoint only")
+                && warnings[0].contains(
+                    "needed for a second and the level): each is removed before the next is written"
+                ),
             "{warnings:?}"
         );
         let saved: usize = line

@@ -527,76 +527,59 @@ impl Level<'_> {
             // worth the level.
             let size = self.index.level_size(n);
             let need = E::KIND.bytes(size) + PAYLOAD_OFFSET as u64 + size;
-            let older = match list_checkpoints(self.dir, n, Part::WHOLE) {
-                Ok(older) => older,
-                Err(e) => {
-                    warn(&format!(
-                        "level {n}: checkpoint not written ({}); the build goes on",
-                        e.one_line()
-                    ));
-                    last = Instant::now();
-                    return;
-                }
-            };
-            let older_bytes: u64 = older
-                .iter()
-                .filter_map(|(_, p)| fs::metadata(p).ok())
-                .map(|m| m.len())
-                .sum();
-            match disk_available(self.dir) {
-                Some(free) if free < need && free + older_bytes >= need => {
+            let mut save = || -> Result<bool> {
+                let mut older = list_checkpoints(self.dir, n, Part::WHOLE)?;
+                if let Some(free) = disk_available(self.dir).filter(|&f| f < need) {
+                    let older_bytes: u64 = older
+                        .iter()
+                        .filter_map(|(_, p)| fs::metadata(p).ok())
+                        .map(|m| m.len())
+                        .sum();
+                    if free + older_bytes < need {
+                        warn(&format!(
+                            "level {n}: checkpoint skipped: it and the level need {}, {} is free",
+                            bytes(need),
+                            bytes(free)
+                        ));
+                        return Ok(false);
+                    }
                     // Room for one checkpoint only: the older goes first. A stop while the
                     // new one is written then loses both, and the level starts afresh.
                     if !replacing {
                         warn(&format!(
-                            "level {n}: room for one checkpoint only ({} free, {} needed for                              a second and the level): each is removed before the next is                              written",
+                            "level {n}: room for one checkpoint only ({} free, {} needed for \
+                             a second and the level): each is removed before the next is \
+                             written",
                             bytes(free),
                             bytes(need)
                         ));
                         replacing = true;
                     }
-                    for (_, p) in &older {
-                        if let Err(e) = fs::remove_file(p) {
-                            warn(&format!(
-                                "level {n}: checkpoint not written ({}); the build goes on",
-                                Error::io(p, e).one_line()
-                            ));
-                            last = Instant::now();
-                            return;
-                        }
-                    }
-                }
-                Some(free) if free < need => {
-                    warn(&format!(
-                        "level {n}: checkpoint skipped: it and the level need {}, {} is free",
-                        bytes(need),
-                        bytes(free)
-                    ));
-                    last = Instant::now();
-                    return;
-                }
-                _ => {}
-            }
-            let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
-            let head = CheckpointHeader {
-                present,
-                ..self.header(next, t)
-            };
-            let saved = state.save(&path, head).and_then(|()| {
-                // The one before, now that this one is whole.
-                for (older, p) in list_checkpoints(self.dir, n, Part::WHOLE)? {
-                    if older > next {
+                    for (_, p) in older.drain(..) {
                         fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
                     }
                 }
-                Ok(())
-            });
-            match saved {
-                Ok(()) => {
+                let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
+                let head = CheckpointHeader {
+                    present,
+                    ..self.header(next, t)
+                };
+                state.save(&path, head)?;
+                // The one before, now that this one is whole.
+                for (t, p) in older {
+                    if t > next {
+                        fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                    }
+                }
+                Ok(true)
+            };
+            match save() {
+                Ok(true) => {
                     checkpoints += 1;
                     let at = clock_utc(SystemTime::now());
                     bar.note(&format!("solving, saved {at} at threshold {next}"));
                 }
+                Ok(false) => {}
                 // A build that cannot save goes on: only its safety net is lost.
                 Err(e) => warn(&format!(
                     "level {n}: checkpoint not written ({}); the build goes on",
