@@ -1110,17 +1110,21 @@ fn plan_takes_the_rates_a_build_recorded() {
          24,382628610,2,10.0,",
     )
     .unwrap();
-    let (done, stdout, stderr) = run(&[
-        "plan",
-        "--max-seeds",
-        "27",
-        "--dir",
-        root.to_str().unwrap(),
-        "--cores-per-node",
-        "2",
-        "--memory-per-node",
-        "24",
-    ]);
+    // Level 27 planned on 2 cores and 24 GB from the folder's rates.
+    let plan = || {
+        run(&[
+            "plan",
+            "--max-seeds",
+            "27",
+            "--dir",
+            root.to_str().unwrap(),
+            "--cores-per-node",
+            "2",
+            "--memory-per-node",
+            "24",
+        ])
+    };
+    let (done, stdout, stderr) = plan();
     assert!(done, "{stderr}");
     assert!(!stderr.contains("calibrating"), "{stderr}");
     assert!(
@@ -1169,17 +1173,7 @@ fn plan_takes_the_rates_a_build_recorded() {
         text = text.replace(&cpu, &half);
     }
     fs::write(dir.join("rates.csv"), text).unwrap();
-    let (done, stdout, stderr) = run(&[
-        "plan",
-        "--max-seeds",
-        "27",
-        "--dir",
-        root.to_str().unwrap(),
-        "--cores-per-node",
-        "2",
-        "--memory-per-node",
-        "24",
-    ]);
+    let (done, stdout, stderr) = plan();
     assert!(done, "{stderr}");
     assert!(
         stderr.contains(
