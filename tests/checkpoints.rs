@@ -90,7 +90,8 @@ fn checkpoints(dir: &Path) -> (Vec<(u8, String)>, Vec<String>) {
             .strip_prefix(&prefix)
             .and_then(|r| r.strip_suffix(".awc"))
         {
-            whole.push((t.parse().unwrap(), name));
+            // Over ranks the threshold is followed by the rank's part.
+            whole.push((t[..2].parse().unwrap(), name));
         }
     }
     whole.sort();
@@ -353,6 +354,86 @@ mod slow {
             let got = std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap();
             assert!(got == want, "{case}: level {LEVEL} differs");
             assert_eq!(checkpoints(&dir), (vec![], vec![]), "{case}");
+        }
+    }
+
+    /// Ranks (threads standing for them) whose folders differ in room: rank 0's on the
+    /// disk, rank 1's on a tmpfs that holds its slices and one checkpoint of its slice of
+    /// level 17 (8 MiB: each needs 4.4 MB with the slice's file, 2.6 MB of lower slices
+    /// are there), or none (6 MiB). With one, rank 1 removes its older checkpoint before
+    /// each (one warning) and every rank goes on saving; with none, no rank saves, rank 1
+    /// says why at each boundary. Either way the slices are the single process's level.
+    #[test]
+    fn a_rank_short_of_disk_saves_one_checkpoint_at_a_time_or_none() {
+        use awari::expert::ranks::{build_slices, Comm, LocalComm, SliceReport};
+        use awari::{BuildOptions, Rules, StateKind};
+        let tmp = tempfile::tempdir().unwrap();
+        let (want, _) = reference(&tmp.path().join("ref"), "awari", "fast");
+        for (size, one) in [("8m", true), ("6m", false)] {
+            let mnt = tmp.path().join(format!("mnt-{size}"));
+            let Some(_mounted) = Tmpfs::mount(&mnt, size) else {
+                return;
+            };
+            let roots = [tmp.path().join(format!("rank0-{size}")), mnt.clone()];
+            let comms = LocalComm::group(2);
+            let runs: Vec<(SliceReport, Vec<String>)> = std::thread::scope(|s| {
+                let handles: Vec<_> = comms
+                    .iter()
+                    .map(|comm| {
+                        let root = &roots[comm.rank()];
+                        s.spawn(move || {
+                            let opts = |top: usize| {
+                                BuildOptions::new(root, Rules::Awari, PITS, top)
+                                    .state(StateKind::Fast)
+                                    .ranks_here(2)
+                                    .command("awari build (test)")
+                            };
+                            let mut said = Vec::new();
+                            let below = opts(LEVEL - 1).checkpoint_every(None);
+                            build_slices(comm, &below, |_| {}, |w| said.push(w.to_string()))
+                                .unwrap();
+                            let every = opts(LEVEL).checkpoint_every(Duration::ZERO);
+                            let reports =
+                                build_slices(comm, &every, |_| {}, |w| said.push(w.to_string()))
+                                    .unwrap();
+                            (reports[LEVEL], said)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let (rank0, rank1) = (&runs[0], &runs[1]);
+            assert!(rank0.1.is_empty(), "{size}: rank 0 warned: {:?}", rank0.1);
+            let said = &rank1.1;
+            if one {
+                assert!(
+                    said.len() == 1 && said[0].contains("room for one checkpoint only"),
+                    "{size}: {said:?}"
+                );
+                assert!(rank0.0.checkpoints > 2, "{size}: {:?}", rank0.0);
+            } else {
+                assert!(
+                    !said.is_empty()
+                        && said.iter().all(|w| w.starts_with(&format!(
+                            "level {LEVEL}: checkpoint skipped: it and the level need"
+                        ))),
+                    "{size}: {said:?}"
+                );
+                assert_eq!(rank0.0.checkpoints, 0, "{size}");
+            }
+            assert_eq!(rank0.0.checkpoints, rank1.0.checkpoints, "{size}");
+            let mut got = Vec::new();
+            for (r, root) in roots.iter().enumerate() {
+                let dir = db(root, "awari");
+                let slice =
+                    std::fs::read(dir.join(format!("level-{LEVEL:03}.{r}of2.aws"))).unwrap();
+                got.extend_from_slice(&slice[4096..]);
+                assert_eq!(checkpoints(&dir), (vec![], vec![]), "{size}: rank {r}");
+            }
+            assert!(
+                got == want[4096..],
+                "{size}: the slices differ from the level"
+            );
         }
     }
 }

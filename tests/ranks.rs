@@ -24,7 +24,7 @@ fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize, 
                     .ranks_here(ranks)
                     .command("awari build (test)");
                 s.spawn(move || {
-                    let reports = build_slices(comm, &opts, |_| {}).unwrap();
+                    let reports = build_slices(comm, &opts, |_| {}, |_| {}).unwrap();
                     assert!(reports.iter().all(|r| r.state == Some(state)));
                 })
             })
@@ -33,6 +33,45 @@ fn build_over(root: &Path, ranks: usize, rules: Rules, pits: usize, top: usize, 
             h.join().unwrap();
         }
     });
+}
+
+/// Rank 0 adds a line per level built to the rates file of its folder: the whole level's
+/// positions, by every rank's threads, the lower levels read as streams; the other
+/// ranks none, and a rerun that keeps every level none either.
+#[test]
+fn rank_zero_keeps_the_rates_of_the_levels_built() {
+    use awari::plan::rates;
+    let tmp = tempfile::tempdir().unwrap();
+    let top = 9;
+    let sizes = awari::expert::Index::new(6, top).unwrap();
+    build_over(tmp.path(), 2, Rules::Awari, 6, top, StateKind::Compact);
+    // Again: every level kept, no line added.
+    let comms = LocalComm::group(2);
+    std::thread::scope(|s| {
+        for comm in &comms {
+            let root = tmp.path().join(format!("rank{}", comm.rank()));
+            s.spawn(move || {
+                let opts = BuildOptions::new(&root, Rules::Awari, 6, top);
+                let reports = build_slices(comm, &opts, |_| {}, |_| {}).unwrap();
+                assert!(reports.iter().all(|r| r.kept));
+            });
+        }
+    });
+    let dir = |r: usize| db_dir(&tmp.path().join(format!("rank{r}")), Rules::Awari, 6);
+    let lines = rates::read(&dir(0))
+        .unwrap()
+        .expect("rank 0's rates file")
+        .levels;
+    assert_eq!(lines.len(), top + 1, "{lines:?}");
+    for (n, line) in lines.iter().enumerate() {
+        assert_eq!(line.seeds, n);
+        assert_eq!(line.positions, sizes.level_size(n));
+        assert_eq!(line.threads, 2 * rayon::current_num_threads());
+        assert_eq!(line.state, StateKind::Compact);
+        assert_eq!(line.lower, awari::Lower::Stream);
+        assert!(line.forward + line.backward <= line.seconds, "{line:?}");
+    }
+    assert!(rates::read(&dir(1)).unwrap().is_none());
 }
 
 /// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").

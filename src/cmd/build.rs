@@ -354,7 +354,9 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         }
     };
     let started = std::time::Instant::now();
-    let result = build_slices(&comm, &opts, print);
+    let result = build_slices(&comm, &opts, print, |line| {
+        eprintln!("warning: rank {rank} of {ranks}: {line}")
+    });
     match result {
         Ok(reports) => {
             let sent: u64 = reports.iter().map(|r| r.bytes_sent).sum();

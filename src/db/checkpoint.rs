@@ -37,7 +37,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::db::raw::{Header, TmpFile, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::rules::Rules;
-use crate::util::read_exact_at_parallel;
+use crate::util::{disk_available, read_exact_at_parallel};
 
 /// The magic of a checkpoint.
 pub const MAGIC: [u8; 8] = *b"AWARICKP";
@@ -269,6 +269,37 @@ pub fn list_checkpoints(dir: &Path, n: usize, part: Part) -> Result<Vec<(u8, Pat
     }
     found.sort();
     Ok(found)
+}
+
+/// Whether the disk holds a level's next checkpoint (DESIGN.md section 5.5). A checkpoint
+/// is a safety net, not worth the level: the level's file must still fit after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckpointRoom {
+    /// It fits beside the checkpoints already there (or the free disk is not known).
+    Beside,
+    /// It fits once the checkpoints already there are removed: `free` bytes are free, and
+    /// it and the level's file need `need`.
+    Instead { free: u64, need: u64 },
+    /// It does not fit even then.
+    Short { free: u64, need: u64 },
+}
+
+/// The room under `dir` for a checkpoint that, with the level's file, needs `need` bytes,
+/// the checkpoints `older` (as [`list_checkpoints`] gives them) being there.
+pub fn checkpoint_room(dir: &Path, older: &[(u8, PathBuf)], need: u64) -> CheckpointRoom {
+    let Some(free) = disk_available(dir).filter(|&f| f < need) else {
+        return CheckpointRoom::Beside;
+    };
+    let older: u64 = older
+        .iter()
+        .filter_map(|(_, p)| fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    if free + older < need {
+        CheckpointRoom::Short { free, need }
+    } else {
+        CheckpointRoom::Instead { free, need }
+    }
 }
 
 /// Removes every checkpoint of level `n` of `part` in `dir` (the level is done, or its

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::db::checkpoint::{
-    checkpoint_path, list_checkpoints, remove_checkpoints, Checkpoint, CheckpointHeader, Part,
+    checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints, Checkpoint,
+    CheckpointHeader, CheckpointRoom, Part,
 };
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
@@ -34,9 +35,7 @@ pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
 use crate::solve::rates;
-use crate::util::{
-    bytes, clock_utc, cpu_seconds, disk_available, memory_available, peak_rss, HugeBuf, LevelBar,
-};
+use crate::util::{bytes, clock_utc, cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -529,34 +528,22 @@ impl Level<'_> {
             let need = E::KIND.bytes(size) + PAYLOAD_OFFSET as u64 + size;
             let mut save = || -> Result<bool> {
                 let mut older = list_checkpoints(self.dir, n, Part::WHOLE)?;
-                if let Some(free) = disk_available(self.dir).filter(|&f| f < need) {
-                    let older_bytes: u64 = older
-                        .iter()
-                        .filter_map(|(_, p)| fs::metadata(p).ok())
-                        .map(|m| m.len())
-                        .sum();
-                    if free + older_bytes < need {
-                        warn(&format!(
-                            "level {n}: checkpoint skipped: it and the level need {}, {} is free",
-                            bytes(need),
-                            bytes(free)
-                        ));
+                match checkpoint_room(self.dir, &older, need) {
+                    CheckpointRoom::Beside => {}
+                    CheckpointRoom::Short { free, need } => {
+                        warn(&no_room(n, free, need));
                         return Ok(false);
                     }
-                    // Room for one checkpoint only: the older goes first. A stop while the
-                    // new one is written then loses both, and the level starts afresh.
-                    if !replacing {
-                        warn(&format!(
-                            "level {n}: room for one checkpoint only ({} free, {} needed for \
-                             a second and the level): each is removed before the next is \
-                             written",
-                            bytes(free),
-                            bytes(need)
-                        ));
-                        replacing = true;
-                    }
-                    for (_, p) in older.drain(..) {
-                        fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                    CheckpointRoom::Instead { free, need } => {
+                        // The older goes first. A stop while the new one is written then
+                        // loses both, and the level starts afresh.
+                        if !replacing {
+                            warn(&one_at_a_time(n, free, need));
+                            replacing = true;
+                        }
+                        for (_, p) in older.drain(..) {
+                            fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                        }
                     }
                 }
                 let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
@@ -721,14 +708,32 @@ impl Hot {
     }
 }
 
+/// The warning of a level whose disk holds one checkpoint at a time: `free` bytes free,
+/// `need` needed for a second checkpoint and the level's file.
+pub(crate) fn one_at_a_time(n: usize, free: u64, need: u64) -> String {
+    format!(
+        "level {n}: room for one checkpoint only ({} free, {} needed for a second and the \
+         level): each is removed before the next is written",
+        bytes(free),
+        bytes(need)
+    )
+}
+
+/// The warning of a level whose checkpoint does not fit beside its file: `free` bytes
+/// free, `need` needed.
+pub(crate) fn no_room(n: usize, free: u64, need: u64) -> String {
+    format!(
+        "level {n}: checkpoint skipped: it and the level need {}, {} is free",
+        bytes(need),
+        bytes(free)
+    )
+}
+
 /// The line of the rates file for a level built (`None` when kept, or resumed from a
 /// checkpoint: its time is of a part of the level), by the threads of the pool the build
 /// runs on.
 fn rate_of(r: &LevelReport) -> Option<rates::LevelRate> {
     let way = r.way.filter(|_| r.resumed.is_none())?;
-    let finished = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     Some(rates::LevelRate {
         seeds: r.seeds,
         positions: r.stats.positions,
@@ -740,7 +745,7 @@ fn rate_of(r: &LevelReport) -> Option<rates::LevelRate> {
         cpu_seconds: r.cpu_seconds,
         state: way.state,
         lower: way.lower,
-        finished,
+        finished: rates::now_unix(),
     })
 }
 

@@ -134,6 +134,13 @@ impl LevelRate {
     }
 }
 
+/// Now, in seconds since 1970 (UTC): a line's `finished`.
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// The share of `threads` threads' wall time `wall` that they spent on a CPU, given the
 /// CPU time `cpu` they had together: near 1 on a machine that runs nothing else, and
 /// about a half when other work holds one of two cores.

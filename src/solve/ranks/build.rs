@@ -1,19 +1,21 @@
 //! A distributed build of many levels: each rank solves its slice of every level with the
 //! engine and keeps it in a slice file; a rerun keeps the levels complete on every rank.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use crate::db::checkpoint::{remove_checkpoints, Part};
 use crate::db::layout::{build_command, db_dir, slice, Expect};
 use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
 use crate::error::Error;
+use crate::solve::level::Lower;
 use crate::solve::level::StateKind;
 use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_slice_fits, slice_way};
 use crate::solve::ranks::engine::{solve_slice_saved, SliceCheckpoints};
 use crate::solve::ranks::message;
 use crate::solve::ranks::{Comm, LowerSlices};
+use crate::solve::rates::{self, LevelRate};
 use crate::util::memory_available;
 
 /// One level of a distributed build, as this rank saw it.
@@ -51,11 +53,17 @@ pub struct SliceReport {
 /// ([`BuildOptions::unsupported_over_ranks`]). The lower levels are read as streams; the
 /// state is `opts.state`, or, where `None`, the fast state where every rank's slice fits
 /// its share of its node's free memory, else the compact one (levels of at most 61 seeds).
+/// Rank 0 adds each level built from its start to the rates file in its folder
+/// ([`rates`]). `warn` says what goes wrong without stopping the build: a checkpoint this
+/// rank's disk has no room for, or could not write.
 pub fn build_slices<M: Comm>(
     comm: &M,
     opts: &BuildOptions,
     mut report: impl FnMut(&SliceReport),
+    warn: impl FnMut(&str),
 ) -> crate::error::Result<Vec<SliceReport>> {
+    let warn = RefCell::new(warn);
+    let warn = |line: &str| (warn.borrow_mut())(line);
     let (rank, ranks) = (comm.rank(), comm.size());
     let (rules, pits, max_seeds) = (opts.rules, opts.pits, opts.max_seeds);
     if let Some(flag) = opts.unsupported_over_ranks() {
@@ -142,6 +150,7 @@ pub fn build_slices<M: Comm>(
             SliceLevel::open(&path, &expect, rank, ranks, range.clone()).ok()
         };
         let mut state = None;
+        let mut phases = None;
         let everywhere = comm.sum(found.is_some() as u64) == ranks as u64;
         let part = Part { rank, ranks };
         if everywhere || opts.force {
@@ -154,6 +163,7 @@ pub fn build_slices<M: Comm>(
             every,
             written: Cell::new(0),
             resumed: Cell::new(None),
+            warn: &warn,
         });
         let level = match found {
             Some(level) if everywhere => level,
@@ -184,7 +194,7 @@ pub fn build_slices<M: Comm>(
                     values: done.iter().map(|s| s.bytes()).collect(),
                     starts: starts.clone(),
                 };
-                solve_slice_saved(
+                let (written, times) = solve_slice_saved(
                     comm,
                     rules,
                     &index,
@@ -205,7 +215,9 @@ pub fn build_slices<M: Comm>(
                             values,
                         )
                     },
-                )?;
+                );
+                written?;
+                phases = Some(times);
                 remove_checkpoints(dir, n, part)?;
                 // The stream read the slices below: let their pages go.
                 done.iter().for_each(SliceLevel::release);
@@ -225,6 +237,27 @@ pub fn build_slices<M: Comm>(
             checkpoints: saved.as_ref().map_or(0, |s| s.written.get()),
         };
         report(&r);
+        // What `awari plan` extrapolates from: the whole level, by every rank's threads.
+        let threads = comm.sum(rayon::current_num_threads() as u64) as usize;
+        if let (Some(state), Some(times), None, 0) = (state, phases, r.resumed, rank) {
+            let rate = LevelRate {
+                seeds: n,
+                positions: expect.positions,
+                threads,
+                seconds: r.seconds,
+                forward: times.forward.as_secs_f64(),
+                backward: times.backward.as_secs_f64(),
+                // Each rank's process has its own; one line has no room for them.
+                peak_rss: None,
+                cpu_seconds: None,
+                state,
+                lower: Lower::Stream,
+                finished: rates::now_unix(),
+            };
+            if let Err(e) = rates::append(dir, &rate) {
+                warn(&format!("level {n}'s rate not recorded: {}", e.one_line()));
+            }
+        }
         reports.push(r);
         starts.push(range.start);
         done.push(level);
@@ -263,7 +296,7 @@ mod tests {
                             .force(force)
                             .ranks_here(ranks)
                             .command("test");
-                        s.spawn(move || build_slices(comm, &opts, |_| {}))
+                        s.spawn(move || build_slices(comm, &opts, |_| {}, |_| {}))
                     })
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
@@ -323,7 +356,7 @@ mod tests {
         }
         // What the ranks do not do yet is refused before anything is written.
         let opts = BuildOptions::new(&tmp.path().join("packed"), rules, pits, top).pack(true);
-        let e = build_slices(&LocalComm::group(1)[0], &opts, |_| {}).unwrap_err();
+        let e = build_slices(&LocalComm::group(1)[0], &opts, |_| {}, |_| {}).unwrap_err();
         assert_eq!(
             e.to_string(),
             "--pack is not supported with --distributed yet"

@@ -11,15 +11,18 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::db::checkpoint::{
-    checkpoint_path, list_checkpoints, remove_checkpoints, Checkpoint, CheckpointHeader, Part,
+    checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints, Checkpoint,
+    CheckpointHeader, CheckpointRoom, Part,
 };
 use crate::db::layout::{largest_slice, owner, slice};
+use crate::db::raw::PAYLOAD_OFFSET;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{lowest_captured_level, scan_uncaptures};
+use crate::solve::build::{no_room, one_at_a_time};
 use crate::solve::level::{
-    threshold_bit, Backward, Compact, Encoding, Fast, Message, Remote, State, StateKind, Work,
-    COMPACT_MAX_SEEDS,
+    threshold_bit, Backward, Compact, Encoding, Fast, Message, PhaseTimes, Remote, State,
+    StateKind, Work, COMPACT_MAX_SEEDS,
 };
 use crate::solve::ranks::message;
 use crate::solve::ranks::Comm;
@@ -60,7 +63,7 @@ pub fn solve_slice<M: Comm, T>(
     lower: &LowerSlices,
     f: impl FnOnce(&[u8]) -> T,
 ) -> T {
-    solve_slice_saved(comm, rules, index, n, kind, lower, None, f)
+    solve_slice_saved(comm, rules, index, n, kind, lower, None, f).0
 }
 
 /// Where the ranks save a level's slices inside the level, and how often (DESIGN.md
@@ -76,10 +79,13 @@ pub(crate) struct SliceCheckpoints<'a> {
     pub(crate) written: Cell<u32>,
     /// The threshold the level resumed at, if it did.
     pub(crate) resumed: Cell<Option<u8>>,
+    /// Says what the rank's disk left out (a checkpoint skipped, or one at a time).
+    pub(crate) warn: &'a dyn Fn(&str),
 }
 
 /// [`solve_slice`], saving the slice's state as `checkpoints` says and resuming from the
-/// furthest threshold at which every rank has a good checkpoint.
+/// furthest threshold at which every rank has a good checkpoint; with the wall time of
+/// the two passes (of this run: a resumed level's forward pass is 0).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn solve_slice_saved<M: Comm, T>(
     comm: &M,
@@ -90,7 +96,7 @@ pub(crate) fn solve_slice_saved<M: Comm, T>(
     lower: &LowerSlices,
     checkpoints: Option<&SliceCheckpoints>,
     f: impl FnOnce(&[u8]) -> T,
-) -> T {
+) -> (T, PhaseTimes) {
     assert!(
         index.level_size(n) <= message::INDEX,
         "level {n} is too large for messages"
@@ -116,7 +122,7 @@ fn solve_with<E: Encoding, M: Comm, T>(
     lower: &LowerSlices,
     checkpoints: Option<&SliceCheckpoints>,
     f: impl FnOnce(&[u8]) -> T,
-) -> T {
+) -> (T, PhaseTimes) {
     let started = Instant::now();
     let ranks = comm.size();
     let size = index.level_size(n);
@@ -131,6 +137,7 @@ fn solve_with<E: Encoding, M: Comm, T>(
             ranks,
         },
         mine: mine.clone(),
+        replacing: Cell::new(false),
     });
     let resumed = saver.as_ref().and_then(|s| s.resume::<E, M>(comm));
     let (mut state, mask, from) = match resumed {
@@ -142,6 +149,7 @@ fn solve_with<E: Encoding, M: Comm, T>(
             (state, mask, n as i8)
         }
     };
+    let forward_time = started.elapsed();
     // The thresholds that seed anything on any rank: a threshold `t` with no exit worth
     // `t` or `-t` anywhere settles nothing, and every rank skips it alike.
     let masks = comm.exchange(vec![mask.to_le_bytes().to_vec(); ranks]);
@@ -179,7 +187,11 @@ fn solve_with<E: Encoding, M: Comm, T>(
             boundary(&mut state, t - 1);
         }
     }
-    f(state.finish())
+    let times = PhaseTimes {
+        forward: forward_time,
+        backward: started.elapsed() - forward_time,
+    };
+    (f(state.finish()), times)
 }
 
 /// A rank's checkpoints of one level.
@@ -190,6 +202,8 @@ struct Saver<'a> {
     size: u64,
     part: Part,
     mine: Range<u64>,
+    /// Whether this rank's disk holds one checkpoint at a time (said once).
+    replacing: Cell<bool>,
 }
 
 impl Saver<'_> {
@@ -211,9 +225,11 @@ impl Saver<'_> {
     }
 
     /// Saves this rank's state at threshold `next` if any rank's interval since `last` is
-    /// up (every rank decides alike, through a sum). Once every rank's is whole, the ones
-    /// before go; if any rank could not write its own, the new ones go instead. Whether
-    /// the ranks saved.
+    /// up (every rank decides alike, through a sum). Where a rank's disk would not hold
+    /// its slice's file after the checkpoint, no rank saves; where it holds one checkpoint
+    /// only, that rank removes its older ones first (as the single process does, DESIGN.md
+    /// section 5.5). Once every rank's is whole, the ones before go; if any rank could not
+    /// write its own, the new ones go instead. Whether the interval starts again.
     fn save<E: Encoding, M: Comm>(
         &self,
         comm: &M,
@@ -227,9 +243,39 @@ impl Saver<'_> {
             return false;
         }
         let next = next as u8;
-        let dir = self.c.dir;
-        let path = checkpoint_path(dir, self.n, next, self.part);
-        let wrote = state.save(&path, self.header(next, present)).is_ok();
+        let (dir, n) = (self.c.dir, self.n);
+        let held = self.mine.end - self.mine.start;
+        let need = E::KIND.bytes(held) + 2 * PAYLOAD_OFFSET as u64 + held;
+        let older = list_checkpoints(dir, n, self.part).unwrap_or_default();
+        let room = checkpoint_room(dir, &older, need);
+        if let CheckpointRoom::Short { free, need } = room {
+            (self.c.warn)(&no_room(n, free, need));
+        }
+        if comm.sum(matches!(room, CheckpointRoom::Short { .. }) as u64) > 0 {
+            return true;
+        }
+        let mut cleared = true;
+        if let CheckpointRoom::Instead { free, need } = room {
+            if !self.replacing.replace(true) {
+                (self.c.warn)(&one_at_a_time(n, free, need));
+            }
+            for (_, p) in &older {
+                cleared &= std::fs::remove_file(p).is_ok();
+            }
+        }
+        let path = checkpoint_path(dir, n, next, self.part);
+        let wrote = cleared
+            && match state.save(&path, self.header(next, present)) {
+                Ok(()) => true,
+                Err(e) => {
+                    // The build goes on: only its safety net is lost.
+                    let why = e.one_line();
+                    (self.c.warn)(&format!(
+                        "level {n}: checkpoint not written ({why}); the build goes on"
+                    ));
+                    false
+                }
+            };
         let everywhere = comm.sum(wrote as u64) == comm.size() as u64;
         // A rank that cannot list or remove its files keeps them: the level's end removes
         // them, and a resume takes only the thresholds every rank holds.
@@ -576,8 +622,9 @@ mod checkpoint_tests {
                             every: Duration::ZERO,
                             written: Cell::new(0),
                             resumed: Cell::new(None),
+                            warn: &|w| panic!("rank {r} warned: {w}"),
                         };
-                        let values = solve_slice_saved(
+                        let (values, _) = solve_slice_saved(
                             comm,
                             Rules::Oware,
                             index,
