@@ -63,8 +63,8 @@ pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
 pub mod plan {
     pub use crate::solve::plan::{
         check_build_fits, check_level_fits, check_slice_fits, measured_rate, plan, rate_at,
-        rate_fall, way, way_cost, Ask, Calibration, Fit, LevelPlan, Machine, Measured, Rate, Room,
-        BUSY_AT_LEAST, DEFAULT_PACK_RATIO, MEASURED_FROM, MEASURED_LEVELS, RATE_FALL,
+        rate_fall, way, way_cost, Ask, Calibration, DiskFit, Fit, LevelPlan, Machine, Measured,
+        Rate, Room, BUSY_AT_LEAST, DEFAULT_PACK_RATIO, MEASURED_FROM, MEASURED_LEVELS, RATE_FALL,
         RATE_FALL_LARGE, RATE_KNEE, STREAM_BUFFER,
     };
 

@@ -1039,53 +1039,85 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
         "{recorded}"
     );
     // Checkpoints: a level's disk counts two of its solver state, the one being written
-    // and the one before. Levels 0..=13 take 5.2 MB raw, level 13's checkpoints 10.5 MB
-    // (twice 5,236,680 bytes of fast state and a 4,096-byte header): 14 MB holds them only
-    // with the levels packed (1.9 MB at the default ratio); without checkpoints, raw.
+    // and the one before. Levels 0..=13 take 5.2 MB raw (1.9 MB packed at the default
+    // ratio), level 13's checkpoints 10.5 MB (twice 5,236,680 bytes of fast state and a
+    // 4,096-byte header). On 16 MB both fit raw; on 14 MB one of them (the build keeps one
+    // at a time); on 10 MB one beside the packed levels. Levels 0..=14 take 9.6 MB raw, 3.5
+    // MB packed, and a checkpoint of level 14 9.3 MB: on 11 MB none fits beside them.
     let empty = tmp.path().join("empty");
     fs::create_dir_all(&empty).unwrap();
-    let plan13 = |more: &[&str]| {
+    let plan_to = |top: &str, disk: Option<&str>, more: &[&str]| {
         let mut a = vec![
             "plan",
             "--max-seeds",
-            "13",
+            top,
             "--memory-per-node",
             "24",
             "--cores-per-node",
             "2",
-            "--disk-per-node",
-            "0.014",
             "--dir",
             empty.to_str().unwrap(),
             "--rates",
             csv,
         ];
+        if let Some(d) = disk {
+            a.extend_from_slice(&["--disk-per-node", d]);
+        }
         a.extend_from_slice(more);
         ok(&a)
     };
-    let out = plan13(&[]);
+    let plan13 = |disk: Option<&str>, more: &[&str]| plan_to("13", disk, more);
     let line = |out: &str, n: usize| {
         out.lines()
             .find(|l| l.split_whitespace().next() == Some(&n.to_string()))
             .unwrap()
             .to_string()
     };
+    let out = plan13(Some("0.016"), &[]);
+    assert!(line(&out, 13).ends_with("yes"), "{out}");
+    assert!(
+        out.contains("every level fits") && !out.contains("raw, from"),
+        "{out}"
+    );
+    let out = plan13(Some("0.014"), &[]);
     let r13 = line(&out, 13);
     assert!(r13.contains(" 5 MB ") && r13.contains(" 10 MB "), "{out}");
-    assert!(r13.ends_with("disk: packed only"), "{out}");
+    assert!(r13.ends_with("yes, one checkpoint at a time"), "{out}");
     assert!(line(&out, 12).ends_with("yes"), "{out}");
     assert!(
         out.contains("and up to 10 MB of checkpoints")
             && out.contains("disk: raw levels and checkpoints run out of disk at level 13")
-            && out.contains("needs 12 MB per node"),
+            && out.contains("needs 12 MB per node")
+            && out.contains("raw, from level 13 on the build keeps one checkpoint at a time"),
         "{out}"
     );
-    let out = plan13(&["--checkpoint-every", "off"]);
+    let out = plan13(Some("0.010"), &[]);
+    assert!(
+        line(&out, 13).ends_with("disk: packed, one checkpoint at a time"),
+        "{out}"
+    );
+    let out = plan13(Some("0.010"), &["--checkpoint-every", "off"]);
     assert!(
         line(&out, 13).ends_with("yes") && !out.contains("of checkpoints"),
         "{out}"
     );
     assert!(out.contains("every level fits"), "{out}");
+    let out = plan_to("14", Some("0.011"), &[]);
+    assert!(
+        line(&out, 14).ends_with("yes, no room for a checkpoint")
+            && out.contains("raw, from level 14 on the build has no room for a checkpoint"),
+        "{out}"
+    );
+    // Without --disk-per-node, the checkpoints of a level being built in the folder count
+    // as the database's room, as the levels built do.
+    let dir = empty.join("awari-6");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("level-013.t05.awc"), vec![0u8; 3_000_000]).unwrap();
+    let out = plan13(None, &[]);
+    assert!(
+        out.contains(" disk (free, and 3 MB of checkpoints)"),
+        "{out}"
+    );
 }
 
 /// `awari plan` in a folder whose builds recorded their rates: it plans with those of the

@@ -13,7 +13,7 @@ use awari::expert::pack::{survey, LevelInfo};
 use awari::expert::{Index, MAX_PITS, MAX_SEEDS, MAX_THREADS};
 use awari::plan::rates::{self, Rates};
 use awari::plan::{
-    measured_rate, plan, rate_fall, Calibration, LevelPlan, Machine, Rate, BUSY_AT_LEAST,
+    measured_rate, plan, rate_fall, Calibration, DiskFit, LevelPlan, Machine, Rate, BUSY_AT_LEAST,
     DEFAULT_PACK_RATIO,
 };
 use awari::{build, BuildOptions, Rules};
@@ -93,6 +93,9 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         on_disk.insert(l.seeds, (l.bytes, l.packed));
     }
     let built: u64 = on_disk.values().map(|&(b, _)| b).sum();
+    let db_dir = awari::expert::db_dir(args.root.root(), args.rules, args.pits);
+    // A level being built has its checkpoints there, which the plan counts in its own.
+    let saved = checkpoint_bytes(&db_dir);
     let gb = |x: f64| (x * 1e9) as u64;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let machine = Machine {
@@ -105,15 +108,16 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         cores: args.cores_per_node.unwrap_or(cores),
         disk: match args.disk_per_node {
             Some(g) => gb(g),
-            // The plan counts the levels built already: their room is the database's.
+            // The plan counts the levels built already and the checkpoints of the one
+            // being built: their room is the database's.
             None => {
                 disk_available(args.root.root())
                     .context("no free disk figure for --dir; give --disk-per-node")?
                     + built
+                    + saved
             }
         },
     };
-    let db_dir = awari::expert::db_dir(args.root.root(), args.rules, args.pits);
     let (ratio, ratio_from) = pack_ratio(&found);
     // The rates file of the folder: measured by the builds there.
     let recorded = rates::read(&db_dir).unwrap_or_else(|e| {
@@ -145,10 +149,16 @@ pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
         Some(rate),
         checkpoints,
     );
-    let disk_from = match (args.disk_per_node, built) {
-        (Some(_), _) => String::new(),
-        (None, 0) => " free".to_string(),
-        (None, b) => format!(" (free, and {} of levels built)", bytes(b)),
+    let disk_from = match (args.disk_per_node, built, saved) {
+        (Some(_), _, _) => String::new(),
+        (None, 0, 0) => " free".to_string(),
+        (None, b, 0) => format!(" (free, and {} of levels built)", bytes(b)),
+        (None, 0, c) => format!(" (free, and {} of checkpoints)", bytes(c)),
+        (None, b, c) => format!(
+            " (free, and {} of levels built and {} of checkpoints)",
+            bytes(b),
+            bytes(c)
+        ),
     };
     println!(
         "plan: {} levels 0..={}, {} pits per side, on {} node(s) of {} memory, {} cores, {} disk{disk_from} ({})",
@@ -254,14 +264,40 @@ fn duration(seconds: f64) -> String {
     }
 }
 
+/// The bytes of the checkpoints in the database folder `dir` (`.awc` files, and `.awc.tmp`
+/// ones a kill left).
+fn checkpoint_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".awc") || name.ends_with(".awc.tmp")
+        })
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 /// "yes", or what does not fit.
 fn fits(l: &LevelPlan, m: &Machine) -> &'static str {
-    match (l.fits_memory(m), l.fits_disk(m), l.fits_disk_packed(m)) {
-        (true, true, _) => "yes",
-        (true, false, true) => "disk: packed only",
-        (true, false, false) => "NO: disk",
-        (false, true, _) => "NO: memory",
-        (false, false, _) => "NO: memory, disk",
+    if !l.fits_memory(m) {
+        return match l.disk_fit(m) {
+            DiskFit::No => "NO: memory, disk",
+            _ => "NO: memory",
+        };
+    }
+    match l.disk_fit(m) {
+        DiskFit::Raw => "yes",
+        DiskFit::RawOneCheckpoint => "yes, one checkpoint at a time",
+        DiskFit::Packed => "disk: packed only",
+        DiskFit::PackedOneCheckpoint => "disk: packed, one checkpoint at a time",
+        DiskFit::RawNoCheckpoint => "yes, no room for a checkpoint",
+        DiskFit::PackedNoCheckpoint => "disk: packed, no room for a checkpoint",
+        DiskFit::No => "NO: disk",
     }
 }
 
@@ -286,6 +322,20 @@ fn advise(levels: &[LevelPlan], m: &Machine, plan_on: impl Fn(&Machine) -> Vec<L
             );
         } else {
             println!("every level fits");
+        }
+        // What the build does where the raw levels leave less room than two checkpoints.
+        let raw = |f: DiskFit| levels.iter().filter(move |l| l.disk_fit(m) == f);
+        if let Some(l) = raw(DiskFit::RawOneCheckpoint).next() {
+            println!(
+                "raw, from level {} on the build keeps one checkpoint at a time (it removes each before writing the next: a stop while one is written costs the level)",
+                l.seeds
+            );
+        }
+        if let Some(l) = raw(DiskFit::RawNoCheckpoint).next() {
+            println!(
+                "raw, from level {} on the build has no room for a checkpoint and skips them",
+                l.seeds
+            );
         }
         return;
     };

@@ -136,6 +136,47 @@ impl LevelPlan {
     pub fn fits_disk_packed(&self, m: &Machine) -> bool {
         self.packed_so_far + self.checkpoints <= m.disk
     }
+
+    /// How the levels `0..=seeds` and the level's checkpoints fit a node's disk: the
+    /// first of raw with every checkpoint planned, raw with one, packed with every one,
+    /// packed with one, raw with none, packed with none (DESIGN.md section 5.5: the build
+    /// keeps one checkpoint at a time, or none, where the disk holds no more).
+    pub fn disk_fit(&self, m: &Machine) -> DiskFit {
+        let one = self.checkpoints / 2;
+        let fit = |levels: u64, checkpoints: u64| levels + checkpoints <= m.disk;
+        let (raw, packed) = (self.raw_so_far, self.packed_so_far);
+        [
+            (raw, self.checkpoints, DiskFit::Raw),
+            (raw, one, DiskFit::RawOneCheckpoint),
+            (packed, self.checkpoints, DiskFit::Packed),
+            (packed, one, DiskFit::PackedOneCheckpoint),
+            (raw, 0, DiskFit::RawNoCheckpoint),
+            (packed, 0, DiskFit::PackedNoCheckpoint),
+        ]
+        .into_iter()
+        .find(|&(levels, checkpoints, _)| fit(levels, checkpoints))
+        .map_or(DiskFit::No, |(_, _, f)| f)
+    }
+}
+
+/// How a level fits a node's disk ([`LevelPlan::disk_fit`]), best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskFit {
+    /// Raw levels, and the checkpoints planned (two of the state; none with checkpoints
+    /// off).
+    Raw,
+    /// Raw levels and one checkpoint: the build removes each before writing the next.
+    RawOneCheckpoint,
+    /// Packed levels and the checkpoints planned.
+    Packed,
+    /// Packed levels and one checkpoint.
+    PackedOneCheckpoint,
+    /// Raw levels and no checkpoint: the build skips them, saying so.
+    RawNoCheckpoint,
+    /// Packed levels and no checkpoint.
+    PackedNoCheckpoint,
+    /// Not even the packed levels.
+    No,
 }
 
 /// The default state size from which a random forward pass spills its state (DESIGN.md
