@@ -23,6 +23,7 @@ mod unmoves;
 pub(crate) use exits::{exits_p, for_each_exit_p, for_each_stay_p};
 pub use exits::{for_each_exit, Exits};
 pub use moves::legal_moves;
+pub(crate) use moves::legal_moves_p;
 pub(crate) use uncaptures::for_each_uncapture_p;
 pub(crate) use unmoves::for_each_unmove_near_p;
 pub use unmoves::{for_each_unmove, for_each_unmove_near, unmoves};

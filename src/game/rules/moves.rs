@@ -75,7 +75,15 @@ pub(super) fn play_raw_p<const P: usize>(
 /// Every legal move of `board` under `rules`, in pit order.
 #[inline]
 pub fn legal_moves(board: &Board, rules: Rules) -> Moves {
-    let p = board.p as usize;
+    with_pits!(board.p, P => legal_moves_p::<P>(board, rules))
+}
+
+/// [`legal_moves`] with the pits per side, `P`, known at compile time (the board's): for
+/// loops over many positions, such as `awari verify`'s.
+#[inline(always)]
+pub(crate) fn legal_moves_p<const P: usize>(board: &Board, rules: Rules) -> Moves {
+    debug_assert_eq!(board.p as usize, P);
+    let p = P;
     let empty = Move {
         pit: 0,
         captured: 0,
@@ -99,7 +107,7 @@ pub fn legal_moves(board: &Board, rules: Rules) -> Moves {
         if board.pits[o] == 0 {
             continue;
         }
-        let (pits, captured, starved) = play_raw(board, rules, o);
+        let (pits, captured, starved) = play_raw_p::<P>(board, rules, o);
         let i = out.len as usize;
         out.list[i] = Move {
             pit: o as u8,

@@ -2,6 +2,7 @@
 //! moves (DESIGN.md section 5.3), with the lower levels read as streams ([`Streamed`]) or
 //! every level in memory ([`Ctx::local_check`]).
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicI8, Ordering::Relaxed};
 
 use rayon::prelude::*;
@@ -11,7 +12,8 @@ use super::{Mismatch, Mismatches, SAMPLES};
 use crate::db::source::LowerSources;
 use crate::error::Result;
 use crate::game::index::Index;
-use crate::game::rules::{legal_moves, Board, Rules, MAX_PITS};
+use crate::game::pits::with_pits;
+use crate::game::rules::{legal_moves, legal_moves_p, Board, Rules, MAX_PITS};
 use crate::game::scan::{scan_uncaptures, Stream, NO_EXIT};
 use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
 
@@ -47,7 +49,7 @@ impl Streamed<'_> {
     /// Returns the mismatches, and a problem if the two ways of finding the captures
     /// disagree.
     pub(super) fn local(&self, bar: &LevelBar) -> Result<(Mismatches, Option<String>)> {
-        let (rules, index, n, values) = (self.rules, self.index, self.n, self.values);
+        let (index, n, values) = (self.index, self.n, self.values);
         let size = index.level_size(n);
         let (ok, bad) = (Bits::new(size as usize), Bits::new(size as usize));
         let chunks = size.div_ceil(CHUNK);
@@ -56,54 +58,11 @@ impl Streamed<'_> {
             .map(|c| {
                 let start = c * CHUNK;
                 let end = (start + CHUNK).min(size);
-                let (mut hash, mut count) = (0u64, 0u64);
-                let mut board = index.unrank(n, start);
-                let mut reads: Vec<(usize, u64)> = Vec::with_capacity(BATCH * MAX_PITS);
-                let mut best = [NO_EXIT; BATCH];
-                let mut i = start;
-                while i < end {
-                    let k = ((end - i) as usize).min(BATCH);
-                    reads.clear();
-                    for (slot, b) in best[..k].iter_mut().enumerate() {
-                        let moves = legal_moves(&board, rules);
-                        *b = moves.terminal_value.unwrap_or(NO_EXIT);
-                        for m in moves.as_slice() {
-                            if m.ends_game {
-                                *b = n as i8;
-                            } else if m.captured > 0 {
-                                let c = n - m.captured as usize;
-                                hash = hash.wrapping_add(edge_hash(
-                                    i + slot as u64,
-                                    c,
-                                    index.rank_in(&m.child, c),
-                                ));
-                                count += 1;
-                            } else {
-                                let ci = index.rank_in(&m.child, n);
-                                prefetch(&values[ci as usize]);
-                                reads.push((slot, ci));
-                            }
-                        }
-                        if i + (slot as u64) + 1 < end {
-                            index.next(&mut board);
-                        }
-                    }
-                    for &(slot, ci) in &reads {
-                        best[slot] = best[slot].max(-(values[ci as usize] as i8));
-                    }
-                    for (slot, &b) in best[..k].iter().enumerate() {
-                        let at = i + slot as u64;
-                        let v = values[at as usize] as i8;
-                        if b > v {
-                            bad.set(at);
-                        } else if b == v {
-                            ok.set(at);
-                        }
-                    }
-                    i += k as u64;
-                }
+                let got = with_pits!(index.pits_per_side(), P => {
+                    self.own_moves_p::<P>(start..end, &ok, &bad)
+                });
                 bar.inc(end - start);
-                (hash, count)
+                got
             })
             .reduce(|| (0, 0), |a, b| (a.0.wrapping_add(b.0), a.1 + b.1));
         // The captures, from the levels below.
@@ -155,6 +114,63 @@ impl Streamed<'_> {
             })
             .try_reduce(Mismatches::default, |a, b| Ok(a.merge(b)))?;
         Ok((found, edges))
+    }
+
+    /// The level's own moves for the positions `range`: game ends, forced moves and
+    /// in-level moves set `ok` and `bad` as [`Streamed::local`] says, and each capture
+    /// move is hashed. Returns the sum of the hashes and the number of capture moves. The
+    /// pits per side, `P`, are known at compile time (the rules' reference move
+    /// generator, specialised: a generic one cost verify twice a build's time).
+    fn own_moves_p<const P: usize>(&self, range: Range<u64>, ok: &Bits, bad: &Bits) -> (u64, u64) {
+        let (rules, index, n, values) = (self.rules, self.index, self.n, self.values);
+        let (start, end) = (range.start, range.end);
+        let (mut hash, mut count) = (0u64, 0u64);
+        let mut board = index.unrank(n, start);
+        let mut reads: Vec<(usize, u64)> = Vec::with_capacity(BATCH * MAX_PITS);
+        let mut best = [NO_EXIT; BATCH];
+        let mut i = start;
+        while i < end {
+            let k = ((end - i) as usize).min(BATCH);
+            reads.clear();
+            for (slot, b) in best[..k].iter_mut().enumerate() {
+                let moves = legal_moves_p::<P>(&board, rules);
+                *b = moves.terminal_value.unwrap_or(NO_EXIT);
+                for m in moves.as_slice() {
+                    if m.ends_game {
+                        *b = n as i8;
+                    } else if m.captured > 0 {
+                        let c = n - m.captured as usize;
+                        hash = hash.wrapping_add(edge_hash(
+                            i + slot as u64,
+                            c,
+                            index.rank_in_p::<P>(&m.child, c),
+                        ));
+                        count += 1;
+                    } else {
+                        let ci = index.rank_in_p::<P>(&m.child, n);
+                        prefetch(&values[ci as usize]);
+                        reads.push((slot, ci));
+                    }
+                }
+                if i + (slot as u64) + 1 < end {
+                    index.next_p::<P>(&mut board);
+                }
+            }
+            for &(slot, ci) in &reads {
+                best[slot] = best[slot].max(-(values[ci as usize] as i8));
+            }
+            for (slot, &b) in best[..k].iter().enumerate() {
+                let at = i + slot as u64;
+                let v = values[at as usize] as i8;
+                if b > v {
+                    bad.set(at);
+                } else if b == v {
+                    ok.set(at);
+                }
+            }
+            i += k as u64;
+        }
+        (hash, count)
     }
 
     /// What the moves of `board`, a position of the level, give: its value if the values
