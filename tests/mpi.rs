@@ -82,14 +82,17 @@ fn ranks_build_the_single_process_levels() {
             let state = if ranks == 2 { "compact" } else { "fast" };
             let built = out.lines().filter(|l| l.ends_with(&format!("  {state}")));
             assert_eq!(built.count(), top + 1, "{out}");
-            // Each rank's folder holds its own slices and nothing else.
+            // Each rank's folder holds its own slices and nothing else, but for the rates
+            // file that rank 0 keeps.
             let mut from = Vec::new();
             for r in 0..ranks {
                 let rank_root = root.join(format!("rank{r}"));
                 let dir = rank_root.join(format!("{rules}-{pits}"));
+                assert_eq!(dir.join("rates.csv").exists(), r == 0);
                 let names: Vec<String> = fs::read_dir(&dir)
                     .unwrap()
                     .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n != "rates.csv")
                     .collect();
                 assert_eq!(names.len(), top + 1, "{names:?}");
                 assert!(
@@ -212,9 +215,11 @@ fn ranks_sharing_a_folder_and_a_folder_held_by_another_job() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let want: Vec<String> = (0..=12)
+    let mut want: Vec<String> = (0..=12)
         .flat_map(|n| (0..2).map(move |r| format!("level-{n:03}.{r}of2.aws")))
         .collect();
+    // And rank 0's rates file.
+    want.push("rates.csv".to_string());
     assert_eq!(names, want);
     let single = tmp.path().join("single");
     ok(&[

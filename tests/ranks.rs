@@ -115,8 +115,10 @@ mod slow {
                     let slices = list_slices(&dir).unwrap();
                     assert_eq!(slices.len(), top + 1);
                     assert!(slices.iter().all(|&(_, rank, rs)| rank == r && rs == ranks));
-                    // Nothing but its slices.
-                    assert_eq!(fs::read_dir(&dir).unwrap().count(), top + 1);
+                    // Nothing but its slices, and on rank 0 the rates file.
+                    let rates = (r == 0) as usize;
+                    assert_eq!(fs::read_dir(&dir).unwrap().count(), top + 1 + rates);
+                    assert_eq!(dir.join("rates.csv").exists(), r == 0);
                 }
                 let out = root.join(format!("gathered{ranks}"));
                 let mut gather = vec!["gather".to_string(), "--from".into()];
