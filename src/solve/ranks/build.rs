@@ -54,8 +54,8 @@ pub struct SliceReport {
 /// state is `opts.state`, or, where `None`, the fast state where every rank's slice fits
 /// its share of its node's free memory, else the compact one (levels of at most 61 seeds).
 /// Rank 0 adds each level built from its start to the rates file in its folder
-/// ([`rates`]). `warn` says what goes wrong without stopping the build: a checkpoint this
-/// rank's disk has no room for, or could not write.
+/// (`rates.csv`, [`crate::plan::rates`]). `warn` says what goes wrong without stopping
+/// the build: a checkpoint this rank's disk has no room for, or could not write.
 pub fn build_slices<M: Comm>(
     comm: &M,
     opts: &BuildOptions,
