@@ -284,6 +284,12 @@ pub enum CheckpointRoom {
     Short { free: u64, need: u64 },
 }
 
+/// What a checkpoint of `state` bytes of solver state and the file of the `held`
+/// positions it is for need on disk together: each with its header.
+pub fn checkpoint_need(state: u64, held: u64) -> u64 {
+    PAYLOAD_OFFSET as u64 + state + PAYLOAD_OFFSET as u64 + held
+}
+
 /// The room under `dir` for a checkpoint that, with the level's file, needs `need` bytes,
 /// the checkpoints `older` (as [`list_checkpoints`] gives them) being there.
 pub fn checkpoint_room(dir: &Path, older: &[(u8, PathBuf)], need: u64) -> CheckpointRoom {

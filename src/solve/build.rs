@@ -11,14 +11,14 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::db::checkpoint::{
-    checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints, Checkpoint,
-    CheckpointHeader, CheckpointRoom, Part,
+    checkpoint_need, checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints,
+    Checkpoint, CheckpointHeader, CheckpointRoom, Part,
 };
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
-use crate::db::raw::{Check, LevelWriter, PAYLOAD_OFFSET};
+use crate::db::raw::{Check, LevelWriter};
 use crate::db::source::{LevelSource, LowerSources};
 use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
@@ -525,7 +525,7 @@ impl Level<'_> {
             // The level's file must still fit after it: a checkpoint is a safety net, not
             // worth the level.
             let size = self.index.level_size(n);
-            let need = E::KIND.bytes(size) + PAYLOAD_OFFSET as u64 + size;
+            let need = checkpoint_need(E::KIND.bytes(size), size);
             let mut save = || -> Result<bool> {
                 let mut older = list_checkpoints(self.dir, n, Part::WHOLE)?;
                 match checkpoint_room(self.dir, &older, need) {

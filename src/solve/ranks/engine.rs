@@ -11,11 +11,10 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::db::checkpoint::{
-    checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints, Checkpoint,
-    CheckpointHeader, CheckpointRoom, Part,
+    checkpoint_need, checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints,
+    Checkpoint, CheckpointHeader, CheckpointRoom, Part,
 };
 use crate::db::layout::{largest_slice, owner, slice};
-use crate::db::raw::PAYLOAD_OFFSET;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{lowest_captured_level, scan_uncaptures};
@@ -245,8 +244,8 @@ impl Saver<'_> {
         let next = next as u8;
         let (dir, n) = (self.c.dir, self.n);
         let held = self.mine.end - self.mine.start;
-        let need = E::KIND.bytes(held) + 2 * PAYLOAD_OFFSET as u64 + held;
-        let older = list_checkpoints(dir, n, self.part).unwrap_or_default();
+        let need = checkpoint_need(E::KIND.bytes(held), held);
+        let mut older = list_checkpoints(dir, n, self.part).unwrap_or_default();
         let room = checkpoint_room(dir, &older, need);
         if let CheckpointRoom::Short { free, need } = room {
             (self.c.warn)(&no_room(n, free, need));
@@ -259,7 +258,7 @@ impl Saver<'_> {
             if !self.replacing.replace(true) {
                 (self.c.warn)(&one_at_a_time(n, free, need));
             }
-            for (_, p) in &older {
+            for (_, p) in older.drain(..) {
                 cleared &= std::fs::remove_file(p).is_ok();
             }
         }
@@ -277,15 +276,18 @@ impl Saver<'_> {
                 }
             };
         let everywhere = comm.sum(wrote as u64) == comm.size() as u64;
-        // A rank that cannot list or remove its files keeps them: the level's end removes
-        // them, and a resume takes only the thresholds every rank holds.
-        for (t, p) in list_checkpoints(dir, self.n, self.part).unwrap_or_default() {
-            if (everywhere && t > next) || (!everywhere && t == next) {
-                let _ = std::fs::remove_file(p);
-            }
-        }
+        // The ones before (listed before this save), or the new one. A rank that cannot
+        // remove its files keeps them: the level's end removes them, and a resume takes
+        // only the thresholds every rank holds.
         if everywhere {
+            for (t, p) in older {
+                if t > next {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
             self.c.written.set(self.c.written.get() + 1);
+        } else {
+            let _ = std::fs::remove_file(&path);
         }
         true
     }
