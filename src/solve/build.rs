@@ -568,10 +568,7 @@ impl Level<'_> {
                 }
                 Ok(false) => {}
                 // A build that cannot save goes on: only its safety net is lost.
-                Err(e) => warn(&format!(
-                    "level {n}: checkpoint not written ({}); the build goes on",
-                    e.one_line()
-                )),
+                Err(e) => warn(&not_written(n, &e)),
             }
             last = Instant::now();
         };
@@ -726,6 +723,14 @@ pub(crate) fn no_room(n: usize, free: u64, need: u64) -> String {
         "level {n}: checkpoint skipped: it and the level need {}, {} is free",
         bytes(need),
         bytes(free)
+    )
+}
+
+/// The warning of a level whose checkpoint could not be written: the build goes on.
+pub(crate) fn not_written(n: usize, e: &Error) -> String {
+    format!(
+        "level {n}: checkpoint not written ({}); the build goes on",
+        e.one_line()
     )
 }
 

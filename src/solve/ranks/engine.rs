@@ -18,7 +18,7 @@ use crate::db::layout::{largest_slice, owner, slice};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{lowest_captured_level, scan_uncaptures};
-use crate::solve::build::{no_room, one_at_a_time};
+use crate::solve::build::{no_room, not_written, one_at_a_time};
 use crate::solve::level::{
     threshold_bit, Backward, Compact, Encoding, Fast, Message, PhaseTimes, Remote, State,
     StateKind, Work, COMPACT_MAX_SEEDS,
@@ -268,10 +268,7 @@ impl Saver<'_> {
                 Ok(()) => true,
                 Err(e) => {
                     // The build goes on: only its safety net is lost.
-                    let why = e.one_line();
-                    (self.c.warn)(&format!(
-                        "level {n}: checkpoint not written ({why}); the build goes on"
-                    ));
+                    (self.c.warn)(&not_written(n, &e));
                     false
                 }
             };
