@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::backward::{Backward, Message, Queues, NO_PIT};
 use super::state::{Encoding, BLOCK};
 use super::StateKind;
-use crate::game::rules::{exits_p, for_each_stay_p, Board, Exits};
+use crate::game::rules::{exits_p, for_each_stay_p, Board, Exits, Rules};
 use crate::util::{prefetch, CHUNK};
 
 /// The most seeds a level built with the compact state may hold: its byte holds the exits
@@ -171,10 +171,7 @@ impl Encoding for Compact {
         // No exit and at most one child known won: count this one; lost when the count
         // reaches the in-level moves (each won child is told once).
         let q = board();
-        let moves = match exits_p::<P>(&q, back.rules) {
-            Exits::Moves { stay } => stay as i8,
-            _ => unreachable!("a position with no exit has in-level moves"),
-        };
+        let moves = no_exit_moves::<P>(&q, back.rules);
         let cell = back.state.exit(at);
         let mut code = code;
         loop {
@@ -230,6 +227,25 @@ impl Encoding for Compact {
         };
         next_child::<P>(back, &c, pit as usize, t, out);
     }
+}
+
+/// The in-level moves of `q`, a position with no exit. Under Oware none of its moves
+/// captures (a capture is an exit, a grand slam captures nothing and stays), and while the
+/// opponent holds seeds none starves it, so every non-empty own pit is a move that stays:
+/// counted in one word. Under Awari a move that would capture every opponent seed starves
+/// the opponent and is not legal, so its moves are generated.
+#[inline(always)]
+fn no_exit_moves<const P: usize>(q: &Board, rules: Rules) -> i8 {
+    let moves = if rules == Rules::Oware && !q.opponent_empty_p::<P>() {
+        q.own_nonempty_count_p::<P>() as u8
+    } else {
+        match exits_p::<P>(q, rules) {
+            Exits::Moves { stay } => stay,
+            _ => unreachable!("a position with no exit has in-level moves"),
+        }
+    };
+    debug_assert_eq!(Exits::Moves { stay: moves }, exits_p::<P>(q, rules));
+    moves as i8
 }
 
 /// The value a byte leaves its position: the settled value, else 0 (a draw).
