@@ -3,6 +3,17 @@
 use super::moves::play_raw;
 use super::{turn, Board, Rules};
 
+/// The bits set in each byte: a chain is at most `MAX_PITS` (8) pits long.
+const ONES_IN: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 1;
+    while i < 256 {
+        t[i] = t[i / 2] + (i & 1) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Calls `f(parent, stored)` with every position that reaches `child` by a legal move
 /// capturing `captured` seeds (at least 2), each once, and whether the database stores
 /// it: the *un-captures* that let a level's exits be found from its lower levels read in
@@ -51,10 +62,7 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
         return;
     }
     let after = turn(&child.pits, p);
-    let mut zeros = 0u32;
-    for (i, &c) in after.pits[..np].iter().enumerate() {
-        zeros |= ((c == 0) as u32) << i;
-    }
+    let zeros = after.empty_pits_p::<P>();
     let own = zeros & ((1 << p) - 1);
     let opponent = zeros >> p;
     // The opponent keeps seeds (child.own_seeds() > 0), and some pits are empty: the
@@ -69,7 +77,8 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
         return;
     }
     // Whole laps are possible only if no pit but `o` and the chain is empty.
-    let others_empty = (zeros & !(1 << o)).count_ones() as usize > hi - lo + 1;
+    let chain = (1u32 << (hi + 1)) - (1 << lo);
+    let others_empty = zeros & !(1 << o) & !chain != 0;
     for top in lo..=hi {
         let len = top - lo + 1;
         if captured < 2 * len {
@@ -81,7 +90,9 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
         // Which pits of the chain held 3 (the others 2): `threes` of the `len`.
         let threes = (captured - 2 * len) as u32;
         for mask in 0u32..1 << len {
-            if mask.count_ones() != threes {
+            // A table: `count_ones` is a dozen instructions without POPCNT, which the
+            // default x86_64 target does not assume (a tenth of the streamed forward pass).
+            if ONES_IN[mask as usize] as u32 != threes {
                 continue;
             }
             let mut sown = after;
