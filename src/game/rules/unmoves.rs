@@ -71,7 +71,8 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
     let made = &*made;
     // Empty pits in the opponent row of the base; a predecessor is stored if its own
     // count (base less the seeds sown into that row) is not zero.
-    let opp_zeros0 = base.pits[p..np].iter().filter(|&&c| c == 0).count();
+    // The base's opponent row is the child's own row: counted in one word.
+    let opp_zeros0 = P - child.own_nonempty_count_p::<P>();
     // Whether a sowing that ends in pit j leaves the level: it captures there unless
     // (Oware) the capture would take every opponent seed, which captures nothing. Only
     // pits of 2 or 3 can end in a capture, so most candidates skip this test.
