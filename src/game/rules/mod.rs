@@ -265,7 +265,7 @@ impl Board {
     }
 
     /// The empty pits of a board of `P` pits per side: bit `i` for each empty pit `i <
-    /// 2P`, from two words (a loop over the pits was a tenth of the streamed forward pass).
+    /// 2P`, from two words (a loop over the pits was a tenth of the un-captures).
     #[inline(always)]
     pub(crate) fn empty_pits_p<const P: usize>(&self) -> u32 {
         debug_assert_eq!(self.p as usize, P);
@@ -446,8 +446,19 @@ mod tests {
             boards
         }
         assert_eq!(check::<2>(5), 56);
-        // Every empty pit and no other, pits past 2P never.
-        fn empty<const P: usize>(n: usize) -> usize {
+        assert_eq!(check::<3>(4), 126);
+        assert_eq!(check::<8>(2), 136);
+        for x in [1u64, 0x7f, 0x80, 0xff] {
+            let word = x << 16 | x << 40;
+            assert_eq!(zero_bytes(word), 0x8080_0080_8000_8080, "{x:#x}");
+        }
+    }
+
+    /// The empty pits of both rows from two words: every empty pit and no other, on every
+    /// board of 2, 6 and 8 pits per side of a few seeds (slots past `2P` never count).
+    #[test]
+    fn empty_pits_of_both_rows_by_two_words() {
+        fn check<const P: usize>(n: usize) -> usize {
             let mut boards = 0;
             all_boards(P, n, &mut |b| {
                 let want = (0..2 * P)
@@ -458,14 +469,8 @@ mod tests {
             });
             boards
         }
-        assert_eq!(empty::<2>(8), 165);
-        assert_eq!(empty::<6>(3), 364);
-        assert_eq!(empty::<8>(3), 816);
-        assert_eq!(check::<3>(4), 126);
-        assert_eq!(check::<8>(2), 136);
-        for x in [1u64, 0x7f, 0x80, 0xff] {
-            let word = x << 16 | x << 40;
-            assert_eq!(zero_bytes(word), 0x8080_0080_8000_8080, "{x:#x}");
-        }
+        assert_eq!(check::<2>(8), 165);
+        assert_eq!(check::<6>(3), 364);
+        assert_eq!(check::<8>(3), 816);
     }
 }

@@ -33,9 +33,9 @@ pub(super) fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
     debug_assert!(s > 0);
     pits[o] = 0;
     if s < np {
-        // One lap at most, which never comes back to `o`: one addition (no byte of a
-        // board carries, every pit holding under 128), instead of a pit at a time and a
-        // division (a third of the compact state's loss checks).
+        // One lap at most, which never comes back to `o`: one addition (no byte carries,
+        // a pit holding at most 127 seeds), instead of a pit at a time after a division
+        // (a sixth of the compact state's loss checks).
         let sown = u128::from_le_bytes(*pits) + SOWN[np / 2 - 2][o][s];
         *pits = sown.to_le_bytes();
         let last = o + s;
