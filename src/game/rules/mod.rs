@@ -256,6 +256,15 @@ impl Board {
         u64::from_le_bytes(self.pits[P..P + 8].try_into().unwrap()) == 0
     }
 
+    /// The empty pits of the opponent row of a board of `P` pits per side: bit 7 of byte
+    /// `k` set for each empty pit `P + k`, in one word (the same shape as
+    /// [`Board::own_empty_pits_p`] of the board turned).
+    #[inline(always)]
+    pub(crate) fn opponent_empty_pits_p<const P: usize>(&self) -> u64 {
+        debug_assert_eq!(self.p as usize, P);
+        zero_bytes(u64::from_le_bytes(self.pits[P..P + 8].try_into().unwrap())) & lanes::<P>()
+    }
+
     /// The empty pits among the side to move's `P`: bit 7 of byte `o` set for each empty
     /// pit `o`, in one word.
     #[inline(always)]
@@ -279,8 +288,7 @@ impl Board {
     /// without POPCNT, which Rust's default x86_64 target does not assume).
     #[inline(always)]
     pub(crate) fn own_nonempty_count_p<const P: usize>(&self) -> usize {
-        let empty = self.own_empty_pits_p::<P>() >> 7;
-        P - (empty.wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
+        P - count_lanes(self.own_empty_pits_p::<P>())
     }
 }
 
@@ -291,6 +299,15 @@ impl Board {
 fn zero_bytes(word: u64) -> u64 {
     const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
     !(((word & LOW) + LOW) | word | LOW)
+}
+
+/// How many bytes of `word` have bit 7 set, its other bits clear (a mask such as
+/// [`Board::own_empty_pits_p`] gives): bytes of 0 or 1 summed by one multiplication
+/// (`count_ones` is a dozen instructions on a CPU without POPCNT, which Rust's default
+/// x86_64 target does not assume).
+#[inline(always)]
+pub(crate) fn count_lanes(word: u64) -> usize {
+    ((word >> 7).wrapping_mul(0x0101_0101_0101_0101) >> 56) as usize
 }
 
 /// Bit 7 of byte `k` of `word` (whose other bits are clear) as bit `k` of the result: the
@@ -472,5 +489,27 @@ mod tests {
         assert_eq!(check::<2>(8), 165);
         assert_eq!(check::<6>(3), 364);
         assert_eq!(check::<8>(3), 816);
+    }
+
+    #[test]
+    fn empty_opponent_pits_by_one_word() {
+        // Returns the boards seen and how many had no empty opponent pit.
+        fn check<const P: usize>(n: usize) -> (usize, usize) {
+            let (mut boards, mut full) = (0, 0);
+            all_boards(P, n, &mut |b| {
+                let want = (0..P)
+                    .filter(|&k| b.pits[P + k] == 0)
+                    .fold(0u64, |m, k| m | 0x80 << (8 * k));
+                full += (want == 0) as usize;
+                assert_eq!(b.opponent_empty_pits_p::<P>(), want, "{b:?}");
+                assert_eq!(turn(&b.pits, P).own_empty_pits_p::<P>(), want, "{b:?}");
+                boards += 1;
+            });
+            (boards, full)
+        }
+        // Full opponent rows: the boards of n - P seeds.
+        assert_eq!(check::<2>(8), (165, 84));
+        assert_eq!(check::<6>(7), (31824, 12));
+        assert_eq!(check::<8>(9), (1307504, 16));
     }
 }

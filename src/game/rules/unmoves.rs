@@ -1,7 +1,7 @@
 //! Un-moves: the predecessors of a position by a legal move that stays in the level.
 
 use super::moves::play_raw;
-use super::{turn, Board, Rules, MAX_SEEDS};
+use super::{count_lanes, turn, Board, Rules, MAX_SEEDS};
 
 /// Calls `f(parent, stored)` with every predecessor of `child` by a legal move that
 /// stays in the level (no capture, the game goes on), each once, and whether the
@@ -39,7 +39,7 @@ pub fn for_each_unmove_near<B>(
         child,
         rules,
         made,
-        base_of,
+        |base, _, made| base_of(base, made),
         |q, stored, top, _, made, o| f(q, stored, top, made, o),
     ))
 }
@@ -47,13 +47,14 @@ pub fn for_each_unmove_near<B>(
 /// [`for_each_unmove_near`] with the pits per side, `P`, known at compile time (the
 /// child's); `f` also gets, after the highest pit changed, the lowest (the pit sown
 /// from in a first lap, else 0): the predecessor agrees with the board it is made from
-/// outside `low..=top` ([`crate::game::index::Index::rank_pred_p`]).
+/// outside `low..=top` ([`crate::game::index::Index::rank_pred_p`]). `base_of` also gets
+/// the base's empty opponent pits as [`Board::opponent_empty_pits_p`] gives them.
 #[inline(always)]
 pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
     child: &Board,
     rules: Rules,
     made: &mut B,
-    base_of: impl FnOnce(&Board, &mut B),
+    base_of: impl FnOnce(&Board, u64, &mut B),
     mut f: impl FnMut(&Board, bool, usize, usize, &B, usize),
 ) {
     debug_assert_eq!(child.p as usize, P);
@@ -67,12 +68,13 @@ pub(crate) fn for_each_unmove_near_p<const P: usize, B>(
     // The position after the move, in the mover's frame. Nothing was captured, so it is
     // also the board right after sowing.
     let base = turn(&child.pits, p);
-    base_of(&base, made);
+    // The base's opponent row is the child's own row: its empty pits from one word.
+    let opp_empty = child.own_empty_pits_p::<P>();
+    base_of(&base, opp_empty, made);
     let made = &*made;
     // Empty pits in the opponent row of the base; a predecessor is stored if its own
     // count (base less the seeds sown into that row) is not zero.
-    // The base's opponent row is the child's own row: counted in one word.
-    let opp_zeros0 = P - child.own_nonempty_count_p::<P>();
+    let opp_zeros0 = count_lanes(opp_empty);
     // Whether a sowing that ends in pit j leaves the level: it captures there unless
     // (Oware) the capture would take every opponent seed, which captures nothing. Only
     // pits of 2 or 3 can end in a capture, so most candidates skip this test.

@@ -322,8 +322,8 @@ impl<E: Encoding> Backward<'_, E> {
                 done += 1;
                 // Predecessors are ranked from the board they are un-sown from, only
                 // below the highest pit un-sowing touched.
-                let base_of = |base: &Board, out: &mut RankBase| {
-                    self.index.rank_base_p::<P>(base, self.n, out)
+                let base_of = |base: &Board, opp_empty: u64, out: &mut RankBase| {
+                    self.index.rank_base_p::<P>(base, opp_empty, self.n, out)
                 };
                 for_each_unmove_near_p::<P, _>(
                     &board,
