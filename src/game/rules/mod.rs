@@ -283,9 +283,7 @@ impl Board {
         (gather_high_bits(word(low)) | gather_high_bits(word(high)) << 8) & ((1 << (2 * P)) - 1)
     }
 
-    /// How many of the side to move's `P` pits hold seeds, by one word: bytes of 0 or 1
-    /// summed by one multiplication (`count_ones` is a dozen instructions on a CPU
-    /// without POPCNT, which Rust's default x86_64 target does not assume).
+    /// How many of the side to move's `P` pits hold seeds, by one word ([`count_lanes`]).
     #[inline(always)]
     pub(crate) fn own_nonempty_count_p<const P: usize>(&self) -> usize {
         P - count_lanes(self.own_empty_pits_p::<P>())
