@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{text, BIN};
 
@@ -19,7 +19,8 @@ const LEVEL: usize = 17;
 /// When the build is killed.
 #[derive(Clone, Copy, Debug)]
 enum Moment {
-    /// Before any checkpoint of the level: its forward pass.
+    /// Before any checkpoint of the level: its forward pass (with the state spilled, whose
+    /// open file shows the pass has begun).
     Forward,
     /// While a checkpoint's temporary file is there, once one before it is whole.
     Writing,
@@ -101,7 +102,13 @@ fn checkpoints(dir: &Path) -> (Vec<(u8, String)>, Vec<String>) {
 /// Runs the build of level `LEVEL` in `root` and kills it (SIGKILL) at `moment`: the
 /// checkpoints it left, or `None` if the level finished first.
 fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<u8>> {
-    let args = build_args(root.to_str().unwrap(), rules, state, "0s");
+    let mut args = build_args(root.to_str().unwrap(), rules, state, "0s");
+    if let Moment::Forward = moment {
+        // A spilled state's file is open (and nameless) from the start of the forward
+        // pass, which lasts tens of milliseconds here: seen in /proc, it says the pass
+        // has begun whatever the machine's speed.
+        args.extend(["--lower", "random", "--spill-from", "0"].map(String::from));
+    }
     let mut child = Command::new(BIN)
         .args(&args)
         .stdout(Stdio::null())
@@ -110,7 +117,6 @@ fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<
         .unwrap();
     let dir = db(root, rules);
     let level = dir.join(format!("level-{LEVEL:03}.awl"));
-    let started = Instant::now();
     loop {
         if level.exists() || child.try_wait().unwrap().is_some() {
             child.wait().unwrap();
@@ -118,8 +124,13 @@ fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<
         }
         let (whole, tmp) = checkpoints(&dir);
         let now = match moment {
-            // The lower levels are checked and read first: well inside the forward pass.
-            Moment::Forward => started.elapsed() > Duration::from_millis(150) || !whole.is_empty(),
+            Moment::Forward => {
+                assert!(
+                    whole.is_empty(),
+                    "{rules} {state}: a checkpoint before the kill"
+                );
+                spilling(child.id(), LEVEL)
+            }
             Moment::Writing => !tmp.is_empty() && !whole.is_empty(),
             Moment::After(t) => whole.first().is_some_and(|&(k, _)| k <= t),
         };
@@ -131,6 +142,17 @@ fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<
     child.kill().unwrap();
     child.wait().unwrap();
     Some(checkpoints(&dir).0.iter().map(|&(t, _)| t).collect())
+}
+
+/// Whether process `pid` holds level `n`'s spill file open: it is in that level's forward
+/// pass (or later, in the backward pass of a spilled state).
+fn spilling(pid: u32, n: usize) -> bool {
+    let name = format!("level-{n:03}.spill");
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains(&name)))
 }
 
 /// Runs the build again (with a checkpoint at every chance): its report line of the level
