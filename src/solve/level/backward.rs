@@ -227,7 +227,7 @@ impl<E: Encoding> Backward<'_, E> {
                 let won = wins >> j & 1 != 0;
                 let at = start + j;
                 let i = self.base + at as u64;
-                let board = || *self.index.seek(&mut cursor, i);
+                let board = || *self.index.seek_p::<P>(&mut cursor, i);
                 E::seed::<P>(self, i, at, won, t, board, &mut work.queues());
                 // Seeds are gathered into a batch before their predecessors are
                 // generated: one seed alone has too few for the prefetches to overlap.
@@ -336,7 +336,7 @@ impl<E: Encoding> Backward<'_, E> {
                             let qi = self.index.rank_pred_p::<P>(near, q, top, low);
                             let at = qi.wrapping_sub(self.base);
                             if at < held {
-                                prefetch(self.state.exit(at as usize));
+                                prefetch(self.state.exit_addr(at as usize));
                                 ahead.push((qi, *q, won, o as u8));
                             } else {
                                 self.remote.send(outbox, qi, Message::Settled { qi, won });

@@ -60,6 +60,14 @@ impl Cells {
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
     }
 
+    /// The address of byte `i`, for a prefetch, which never faults and reads nothing: no
+    /// view of the bytes and no bounds check (a checked byte taken only to prefetch it was
+    /// 2 % of a build's instructions). Safe: the address is never dereferenced.
+    #[inline(always)]
+    pub(crate) fn addr(&self, i: usize) -> *const u8 {
+        self.ptr.wrapping_add(i)
+    }
+
     /// The bytes as plain bytes, between passes.
     pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: `ptr` points to `len` live bytes (see `atomics`); `&mut self` means no

@@ -317,7 +317,7 @@ fn next_child<const P: usize>(
         Some((pit, ci)) => {
             let at = ci.wrapping_sub(back.base);
             if at < held {
-                prefetch(back.state.exit(at as usize));
+                prefetch(back.state.exit_addr(at as usize));
                 out.checks.push(Check {
                     pit: pit as u8,
                     first: ci,

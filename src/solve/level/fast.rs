@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 use super::backward::{Backward, Queues};
 use super::compact::Check;
-use super::state::{Encoding, State, BLOCK};
+use super::state::{Encoding, BLOCK};
 use super::StateKind;
 use crate::game::rules::Board;
 use crate::game::scan::NO_EXIT;
@@ -25,12 +25,19 @@ const COUNT_MASK: u8 = 0x0f;
 #[derive(Debug)]
 pub(crate) enum Fast {}
 
-impl State<Fast> {
-    /// The count byte of position `i`.
-    #[inline(always)]
-    fn count(&self, i: usize) -> &AtomicU8 {
-        &self.cells(i)[0]
+/// Settles the position whose bytes are `cells` at `v`, unless it is settled already:
+/// whether this call did.
+#[inline(always)]
+fn settle_cells(cells: &[AtomicU8], v: i8) -> bool {
+    let prev = cells[0].fetch_or(SETTLED, Relaxed);
+    if prev & SETTLED != 0 {
+        return false;
     }
+    // Only the thread that set the mark writes the value. Readers of an unsettled
+    // position's exit value that race with this write only try to settle it, and fail on
+    // the mark.
+    cells[1].store(v as u8, Relaxed);
+    true
 }
 
 impl Encoding for Fast {
@@ -83,15 +90,7 @@ impl Encoding for Fast {
 
     #[inline]
     fn settle(back: &Backward<Fast>, at: usize, _seen: i8, v: i8) -> bool {
-        let prev = back.state.count(at).fetch_or(SETTLED, Relaxed);
-        if prev & SETTLED != 0 {
-            return false;
-        }
-        // Only the thread that set the mark writes the value. Readers of an unsettled
-        // position's exit value that race with this write only try to settle it, and
-        // fail on the mark.
-        back.state.exit(at).store(v as u8, Relaxed);
-        true
+        settle_cells(back.state.cells(at), v)
     }
 
     #[inline]
@@ -122,13 +121,15 @@ impl Encoding for Fast {
         out: &mut Queues,
     ) {
         let at = (qi - back.base) as usize;
-        let cell = back.state.count(at);
-        if cell.load(Relaxed) & SETTLED != 0 {
+        // Both bytes behind one bounds check, not one for each access (levels 0..=12: 0.6 %
+        // fewer instructions).
+        let cells = back.state.cells(at);
+        if cells[0].load(Relaxed) & SETTLED != 0 {
             return;
         }
         if !won {
             // The child is lost for its side to move: q wins by moving there.
-            if Self::settle(back, at, 0, t) {
+            if settle_cells(cells, t) {
                 out.stack.push((qi, board(), true));
             }
             return;
@@ -137,16 +138,16 @@ impl Encoding for Fast {
         // With an exit worth 0 or more, q is never lost by its count (that needs
         // b <= -t < 0, at any threshold), so the count is not kept: this saves a locked
         // operation on the cache line just read.
-        if back.state.exit(at).load(Relaxed) as i8 >= 0 {
+        if cells[1].load(Relaxed) as i8 >= 0 {
             return;
         }
-        let old = cell.fetch_sub(1, Relaxed);
+        let old = cells[0].fetch_sub(1, Relaxed);
         if old & SETTLED == 0 && old & COUNT_MASK == 1 {
             // Every in-level move of q now gives at most -t; q is lost now unless an
             // exit is better (then it is settled by the threshold scan at -b, or is a
             // draw or a win by its exit).
-            let b = back.state.exit(at).load(Relaxed) as i8;
-            if b <= -t && Self::settle(back, at, 0, -t) {
+            let b = cells[1].load(Relaxed) as i8;
+            if b <= -t && settle_cells(cells, -t) {
                 out.stack.push((qi, board(), false));
             }
         }

@@ -150,7 +150,7 @@ pub(crate) fn forward_stream<E: Encoding, S: Stream + ?Sized>(
                     m,
                     first,
                     values,
-                    |qi| prefetch(state.exit(qi as usize)),
+                    |qi| prefetch(state.exit_addr(qi as usize)),
                     |qi, x, _| state.raise(qi as usize, x),
                 );
                 progress

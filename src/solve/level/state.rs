@@ -163,6 +163,13 @@ impl<E: Encoding> State<E> {
         &self.cells.atomics()[E::BYTES * i..E::BYTES * (i + 1)]
     }
 
+    /// Where [`State::exit`] of position `i` lies, to prefetch it: without the bounds
+    /// check that taking the byte makes.
+    #[inline(always)]
+    pub(crate) fn exit_addr(&self, i: usize) -> *const u8 {
+        self.cells.addr(E::BYTES * i + E::EXIT)
+    }
+
     /// The byte of position `i` that holds its best exit until it is settled.
     #[inline(always)]
     pub(crate) fn exit(&self, i: usize) -> &AtomicU8 {
