@@ -150,9 +150,27 @@ impl Outcomes {
 
     /// The outcomes of a payload: one signed byte per position.
     pub fn of(payload: &[u8]) -> Outcomes {
-        // Counted without branches: values of either sign come at random.
+        // Counted without branches (values of either sign come at random), in byte lanes
+        // of `LANES` positions, which the compiler turns into vector compares: counted one
+        // by one into 64-bit sums, a position took 16 instructions, 1.7 % of a build's. A
+        // lane counts one position per block, so the lanes are summed every 255 blocks.
+        const LANES: usize = 64;
+        let whole = payload.len() / LANES * LANES;
         let (mut won, mut lost) = (0u64, 0u64);
-        for &v in payload {
+        for run in payload[..whole].chunks(LANES * 255) {
+            let (mut w, mut l) = ([0u8; LANES], [0u8; LANES]);
+            for block in run.chunks_exact(LANES) {
+                let block: &[u8; LANES] = block.try_into().unwrap();
+                for k in 0..LANES {
+                    let v = block[k] as i8;
+                    w[k] += (v > 0) as u8;
+                    l[k] += (v < 0) as u8;
+                }
+            }
+            won += w.iter().map(|&c| c as u64).sum::<u64>();
+            lost += l.iter().map(|&c| c as u64).sum::<u64>();
+        }
+        for &v in &payload[whole..] {
             let v = v as i8;
             won += (v > 0) as u64;
             lost += (v < 0) as u64;
@@ -219,4 +237,49 @@ pub(crate) fn solve_in_memory(
         lower.0.push(state.into_values().to_vec());
     }
     lower.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcomes;
+
+    /// The lanes of [`Outcomes::of`] count what [`Outcomes::add`] counts one by one: at
+    /// lengths around a block and a run of blocks, and with every byte of a lane of one
+    /// sign (a lane at 255 just before it is summed).
+    #[test]
+    fn lanes_count_as_positions_one_by_one() {
+        let one_by_one = |p: &[u8]| {
+            let mut o = Outcomes::default();
+            p.iter().for_each(|&v| o.add(v as i8));
+            o
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut random = |len: usize| -> Vec<u8> {
+            (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    // Zeros as often as either sign.
+                    [0, 1, 0x7f, 0x80, 0xff, 3][(seed % 6) as usize]
+                })
+                .collect()
+        };
+        let run = 64 * 255;
+        for len in [0, 1, 63, 64, 65, 1000, run - 1, run, run + 1, 2 * run + 77] {
+            let p = random(len);
+            assert_eq!(Outcomes::of(&p), one_by_one(&p), "length {len}");
+        }
+        for v in [1u8, 0x80, 0] {
+            let p = vec![v; 2 * run + 5];
+            let o = Outcomes::of(&p);
+            let n = p.len() as u64;
+            let want = match v {
+                0 => (0, n, 0),
+                1 => (n, 0, 0),
+                _ => (0, 0, n),
+            };
+            assert_eq!((o.won, o.drawn, o.lost), want, "all {v}");
+        }
+    }
 }
