@@ -311,7 +311,7 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes_inside_the_level() {
         "--checkpoint-every",
         "0s",
     ];
-    let job = mpirun_command(3, &args, &[])
+    let mut job = mpirun_command(3, &args, &[])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -333,10 +333,12 @@ fn a_killed_rank_ends_the_job_and_a_rerun_resumes_inside_the_level() {
             })
     };
     while !(0..3).all(saved) {
-        assert!(
-            started.elapsed().as_secs() < 120,
-            "the job never saved level 15 inside its backward pass"
-        );
+        // Three ranks saving at every threshold on two busy cores took over two minutes
+        // once; a job given up on is ended, not left running.
+        if started.elapsed().as_secs() > 300 {
+            let _ = job.kill();
+            panic!("the job never saved level 15 inside its backward pass");
+        }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let ranks = children(job.id());
