@@ -70,7 +70,7 @@ enum StateArg {
     /// 2.125 bytes a position: a count of each position's moves not yet known to lose.
     Fast,
     /// 1.125 bytes a position: a loss confirmed by generating the position's moves again;
-    /// levels up to 61 seeds.
+    /// levels up to 56 seeds.
     Compact,
     /// Fast where it fits the memory available, compact where it does not (over MPI
     /// ranks: compact where any rank's slice does not fit its share of its node).

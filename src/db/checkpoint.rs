@@ -8,7 +8,7 @@
 //!
 //! | bytes    | field |
 //! |----------|-------|
-//! | 0..40    | a raw level's header fields (section 4.3) with the magic `AWARICKP` and format version 1; the positions are the whole level's, the checksum the payload's (below) |
+//! | 0..40    | a raw level's header fields (section 4.3) with the magic `AWARICKP` and format version 2; the positions are the whole level's, the checksum the payload's (below) |
 //! | 40       | state encoding (1 fast, 2 compact) |
 //! | 41       | the next threshold to run (`TT`) |
 //! | 44..48   | rank |
@@ -41,8 +41,10 @@ use crate::util::{disk_available, read_exact_at_parallel};
 
 /// The magic of a checkpoint.
 pub const MAGIC: [u8; 8] = *b"AWARICKP";
-/// The checkpoint format this tool writes and reads.
-pub const VERSION: u32 = 1;
+/// The checkpoint format this tool writes and reads. Version 2: the compact state's byte
+/// counts the in-level moves of a position with no exit (version 1 counted its won
+/// children, up to 2), so a version 1 checkpoint is refused and its level built afresh.
+pub const VERSION: u32 = 2;
 /// Bytes of a header checked by its checksum.
 const CHECKED: usize = 120;
 /// Bytes hashed apart for the payload checksum.
@@ -540,6 +542,14 @@ mod tests {
         let mut level = good.clone();
         level[0..8].copy_from_slice(b"AWARIDB\0");
         assert!(refused(&level, &head()).contains("not a checkpoint"));
+        // A checkpoint of the format before (the compact state's byte changed) is refused.
+        let mut old = good.clone();
+        old[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let e = refused(&old, &head());
+        assert!(
+            e.contains("format version 1, this tool reads version 2"),
+            "{e}"
+        );
         // The good one still reads.
         fs::write(&path, &good).unwrap();
         let c = Checkpoint::open(&path, &head()).unwrap();

@@ -266,13 +266,13 @@ mod tests {
     }
 
     #[test]
-    fn the_compact_state_is_refused_above_61_seeds() {
-        let o = BuildOptions::new(Path::new("db"), Rules::Awari, 2, 62);
+    fn the_compact_state_is_refused_above_56_seeds() {
+        let o = BuildOptions::new(Path::new("db"), Rules::Awari, 2, 57);
         assert!(o.checked_index().is_ok());
         let e = o.state(StateKind::Compact).checked_index().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "the compact state holds levels of at most 61 seeds, and this build goes to 62: use \
+            "the compact state holds levels of at most 56 seeds, and this build goes to 57: use \
              --state fast or auto"
         );
         let e = BuildOptions::new(Path::new("db"), Rules::Awari, 9, 4).checked_index();

@@ -253,7 +253,7 @@ impl Default for Ask {
 /// One level (or one rank's slice of it) as [`way`] fits it into memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fit {
-    /// The level: seeds on the board (above 61 only the fast state holds it).
+    /// The level: seeds on the board (above 56 only the fast state holds it).
     pub seeds: usize,
     /// Positions whose state is held: the level's, or a rank's slice's.
     pub positions: u64,
@@ -267,7 +267,7 @@ pub struct Fit {
 /// the fast state reading at random (its state spilled from `ask.spill_from` bytes, so
 /// that it needs the larger of the state and the lower levels, not their sum), else the
 /// fast state with a stream, else the compact state with a stream. The compact state
-/// holds levels up to 61 seeds; the compact state asked for without a way of reading
+/// holds levels up to 56 seeds; the compact state asked for without a way of reading
 /// reads as a stream. Each state costs what [`StateKind::bytes`] says.
 pub fn way(ask: &Ask, fit: &Fit) -> Way {
     let fits = |need: u64| fit.free.is_none_or(|f| need <= f);
@@ -972,9 +972,9 @@ mod tests {
             ..asked
         };
         assert_eq!(at(0, &asked), w(StateKind::Compact, Lower::Random));
-        // Above 61 seeds the compact state cannot hold a level.
+        // Above 56 seeds the compact state cannot hold a level.
         let fit = Fit {
-            seeds: 62,
+            seeds: 57,
             positions,
             lower_bytes,
             free: Some(0),

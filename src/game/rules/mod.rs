@@ -282,12 +282,6 @@ impl Board {
         let word = |bytes: &[u8]| zero_bytes(u64::from_le_bytes(bytes.try_into().unwrap()));
         (gather_high_bits(word(low)) | gather_high_bits(word(high)) << 8) & ((1 << (2 * P)) - 1)
     }
-
-    /// How many of the side to move's `P` pits hold seeds, by one word ([`count_lanes`]).
-    #[inline(always)]
-    pub(crate) fn own_nonempty_count_p<const P: usize>(&self) -> usize {
-        P - count_lanes(self.own_empty_pits_p::<P>())
-    }
 }
 
 /// Bit 7 of each byte of `word` that is zero, and no other bit: the high bit of
@@ -454,8 +448,6 @@ mod tests {
                     assert_eq!(own >> (8 * o + 7) & 1 == 1, empty, "{b:?} pit {o}");
                 }
                 assert_eq!(own & !0x8080_8080_8080_8080, 0);
-                let own = b.pits[..P].iter().filter(|&&c| c != 0).count();
-                assert_eq!(b.own_nonempty_count_p::<P>(), own, "{b:?}");
                 boards += 1;
             });
             boards

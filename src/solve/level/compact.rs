@@ -1,7 +1,7 @@
 //! The compact state: one byte per position, its best exit while unsettled and its value
-//! once settled, told apart by the code. No count of moves: a position that may be lost is
-//! confirmed by generating its in-level moves and reading its children, as Syzygy's
-//! generator does.
+//! once settled, told apart by the code. A position with an exit keeps no count of moves:
+//! when it may be lost, that is confirmed by generating its in-level moves and reading its
+//! children, as Syzygy's generator does. One with no exit holds its count instead.
 
 use std::sync::atomic::{
     AtomicU8,
@@ -13,24 +13,27 @@ use rayon::prelude::*;
 use super::backward::{Backward, Message, Queues, NO_PIT};
 use super::state::{Encoding, BLOCK};
 use super::StateKind;
-use crate::game::rules::{exits_p, for_each_stay_p, Board, Exits, Rules};
+use crate::game::rules::{for_each_stay_p, Board};
 use crate::util::{prefetch, CHUNK};
 
 /// The most seeds a level built with the compact state may hold: its byte holds the exits
-/// and values `-61..=61` twice over (see [`code`]), and three bytes more for positions with
+/// and values `-56..=56` twice over (see [`code`]), and eight bytes more for positions with
 /// no exit (see [`NO_EXIT`]).
-pub const COMPACT_MAX_SEEDS: usize = 61;
+pub const COMPACT_MAX_SEEDS: usize = 56;
 
-/// The byte of an unsettled position with no exit and no child known won. Such a position
-/// counts its children known won, up to 2, in its byte: -64, -63 and -62, which no exit of
-/// a level of at most [`COMPACT_MAX_SEEDS`] seeds can be. One with one or two in-level
-/// moves is then found lost without reading its children, and one with more reads them
-/// only from its third won child on.
+/// The byte of an unsettled position with no exit and one in-level move not known won: one
+/// with `r` such moves (`1..=8`, the most pits per side) holds `NO_EXIT + r - 1`, which no
+/// exit of a level of at most [`COMPACT_MAX_SEEDS`] seeds can be. Each won child's update
+/// takes one off, and the last one settles it lost, without reading its children: the
+/// count the fast state keeps, for the positions with no exit.
 const NO_EXIT: i8 = -64;
 
+/// The highest byte of a position with no exit: eight moves not known won.
+const NO_EXIT_TOP: i8 = NO_EXIT + 7;
+
 /// The byte of a position settled at `v`. An unsettled position's byte is its best exit
-/// `b`, `-61..=61`, or no exit ([`NO_EXIT`] and the two bytes above): the bytes `-64..=63`
-/// hold them, whose top two bits are equal. A settled one flips bit 6 of its value:
+/// `b`, `-56..=56`, or no exit and its count ([`NO_EXIT`] and the seven bytes above): the
+/// bytes `-64..=63` hold them, whose top two bits are equal. A settled one flips bit 6 of its value:
 /// `64..=127` for a win, `-127..=-65` for a loss (a draw is never settled). So a byte is
 /// settled if it lies outside `-64..=63`, and a settled win is a byte above 64. The code is
 /// its own inverse: `code(code(v)) == v`.
@@ -74,11 +77,19 @@ impl Encoding for Compact {
 
     #[inline(always)]
     fn no_exit(b: i8) -> bool {
-        b <= NO_EXIT + 2
+        b <= NO_EXIT_TOP
     }
 
     #[inline(always)]
-    fn init(cells: &[AtomicU8], _stay: u8, b: i8) {
+    fn init(cells: &[AtomicU8], stay: u8, b: i8) {
+        // With no exit, its in-level moves. A position with none and no exit yet has only
+        // captures, which a stream raises to its exit after.
+        let b = if b == NO_EXIT {
+            debug_assert!(stay <= 8);
+            NO_EXIT + stay.max(1) as i8 - 1
+        } else {
+            b
+        };
         cells[0].store(b as u8, Relaxed);
     }
 
@@ -164,40 +175,30 @@ impl Encoding for Compact {
         if code > -t {
             return;
         }
-        if code > NO_EXIT + 1 {
+        if code > NO_EXIT_TOP {
             queue_check::<P>(back, qi, code, board(), o, t, out);
             return;
         }
-        // No exit and at most one child known won: count this one; lost when the count
-        // reaches the in-level moves (each won child is told once).
-        let q = board();
-        let moves = no_exit_moves::<P>(&q, back.rules);
+        // No exit: one in-level move fewer not known won (each won child is told once);
+        // lost when none is left.
         let cell = back.state.exit(at);
         let mut code = code;
         loop {
-            let won = code - NO_EXIT + 1;
-            let next = if won == moves {
-                self::code(-t)
-            } else {
-                NO_EXIT + won
-            };
+            let last = code == NO_EXIT;
+            let next = if last { self::code(-t) } else { code - 1 };
             match cell.compare_exchange(code as u8, next as u8, SeqCst, Relaxed) {
-                Ok(_) if won == moves => {
-                    out.stack.push((qi, q, false));
+                Ok(_) => {
+                    if last {
+                        out.stack.push((qi, board(), false));
+                    }
                     return;
                 }
-                Ok(_) => return,
                 Err(now) => code = now as i8,
             }
             if settled(code) {
                 return;
             }
-            if code > NO_EXIT + 1 {
-                // Two children counted by others meanwhile: check this one.
-                break;
-            }
         }
-        queue_check::<P>(back, qi, code, q, o, t, out);
     }
 
     #[inline]
@@ -227,25 +228,6 @@ impl Encoding for Compact {
         };
         next_child::<P>(back, &c, pit as usize, t, out);
     }
-}
-
-/// The in-level moves of `q`, a position with no exit. Under Oware none of its moves
-/// captures (a capture is an exit, a grand slam captures nothing and stays), and while the
-/// opponent holds seeds none starves it, so every non-empty own pit is a move that stays:
-/// counted in one word. Under Awari a move that would capture every opponent seed starves
-/// the opponent and is not legal, so its moves are generated.
-#[inline(always)]
-fn no_exit_moves<const P: usize>(q: &Board, rules: Rules) -> i8 {
-    let moves = if rules == Rules::Oware && !q.opponent_empty_p::<P>() {
-        q.own_nonempty_count_p::<P>() as u8
-    } else {
-        match exits_p::<P>(q, rules) {
-            Exits::Moves { stay } => stay,
-            _ => unreachable!("a position with no exit has in-level moves"),
-        }
-    };
-    debug_assert_eq!(Exits::Moves { stay: moves }, exits_p::<P>(q, rules));
-    moves as i8
 }
 
 /// The value a byte leaves its position: the settled value, else 0 (a draw).
@@ -407,17 +389,18 @@ mod tests {
                 assert_eq!(code(v) >= WON, v > 0, "value {v}");
             }
         }
-        for count in 0..=2 {
-            let b = NO_EXIT + count;
-            assert!(!settled(b) && Compact::no_exit(b), "no exit, {count} won");
-            assert!(b < -max);
+        for moves in 1..=8 {
+            let b = NO_EXIT + moves - 1;
+            assert!(!settled(b) && Compact::no_exit(b), "no exit, {moves} moves");
+            assert!(b < -max && b <= NO_EXIT_TOP);
+            // Set from the forward pass's count of in-level moves.
+            let cell = [AtomicU8::new(0)];
+            Compact::init(&cell, moves as u8, NO_EXIT);
+            assert_eq!(cell[0].load(Relaxed) as i8, b);
         }
         // The state's own translation of the scan's no-exit byte.
-        let cell = [AtomicU8::new(0)];
-        Compact::init(&cell, 3, NO_EXIT);
-        assert_eq!(cell[0].load(Relaxed) as i8, NO_EXIT);
         assert_ne!(SCAN_NO_EXIT, NO_EXIT);
-        // Half the bytes are unsettled (123 exits, 3 counts, 2 spare), and among the others
+        // Half the bytes are unsettled (113 exits, 8 counts, 7 spare), and among the others
         // every value but a draw has its byte.
         let unsettled = (-128..=127i8).filter(|&b| !settled(b)).count();
         assert_eq!(unsettled, 128);
@@ -439,7 +422,7 @@ mod tests {
             |_, r| {
                 let small = ((r >> 3) % 19) as i8 - 9;
                 match r % 8 {
-                    0 => (NO_EXIT + (r >> 4) as i8 % 3) as u8,
+                    0 => (NO_EXIT + (r >> 4) as i8 % 8) as u8,
                     1 if small != 0 => code(small) as u8,
                     _ => small as u8,
                 }

@@ -53,7 +53,7 @@ pub enum StateKind {
     /// in-level moves not yet known to lose, so that a loss costs one update.
     Fast,
     /// One byte per position and the threshold map's bit (1.125 bytes): a loss is
-    /// confirmed by generating the position's moves again. Levels up to 61 seeds.
+    /// confirmed by generating the position's moves again. Levels up to 56 seeds.
     Compact,
 }
 

@@ -52,7 +52,7 @@ pub struct SliceReport {
 /// rank's lock, and an option this build does not do
 /// ([`BuildOptions::unsupported_over_ranks`]). The lower levels are read as streams; the
 /// state is `opts.state`, or, where `None`, the fast state where every rank's slice fits
-/// its share of its node's free memory, else the compact one (levels of at most 61 seeds).
+/// its share of its node's free memory, else the compact one (levels of at most 56 seeds).
 /// Rank 0 adds each level built from its start to the rates file in its folder
 /// (`rates.csv`, [`crate::plan::rates`]). `warn` says what goes wrong without stopping
 /// the build: a checkpoint this rank's disk has no room for, or could not write.

@@ -51,7 +51,7 @@ pub struct LowerSlices<'a> {
 ///
 /// # Panics
 /// If the level holds `2^54` positions or more (more than a message can index), or the
-/// compact state is asked for a level of more than 61 seeds;
+/// compact state is asked for a level of more than 56 seeds;
 /// [`build_slices`](super::build_slices) refuses both first.
 pub fn solve_slice<M: Comm, T>(
     comm: &M,
