@@ -33,10 +33,10 @@ const NO_EXIT_TOP: i8 = NO_EXIT + 7;
 
 /// The byte of a position settled at `v`. An unsettled position's byte is its best exit
 /// `b`, `-56..=56`, or no exit and its count ([`NO_EXIT`] and the seven bytes above): the
-/// bytes `-64..=63` hold them, whose top two bits are equal. A settled one flips bit 6 of its value:
-/// `64..=127` for a win, `-127..=-65` for a loss (a draw is never settled). So a byte is
-/// settled if it lies outside `-64..=63`, and a settled win is a byte above 64. The code is
-/// its own inverse: `code(code(v)) == v`.
+/// bytes `-64..=63` hold them, whose top two bits are equal. A settled one flips bit 6 of
+/// its value: `64..=127` for a win, `-127..=-65` for a loss (a draw is never settled). So a
+/// byte is settled if it lies outside `-64..=63`, and a settled win is a byte above 64. The
+/// code is its own inverse: `code(code(v)) == v`.
 #[inline(always)]
 fn code(v: i8) -> i8 {
     (v as u8 ^ 0x40) as i8

@@ -204,8 +204,9 @@ impl<E: Encoding> State<E> {
         all
     }
 
-    /// Sets position `i` after its own moves: `stay` in-level moves (kept by the fast state
-    /// only) and best exit `b` ([`NO_EXIT`] for none).
+    /// Sets position `i` after its own moves: `stay` in-level moves (kept by the fast state,
+    /// and by the compact one for a position with no exit) and best exit `b` ([`NO_EXIT`]
+    /// for none).
     #[inline(always)]
     pub(crate) fn init(&self, i: usize, stay: u8, b: i8) {
         let b = if b == NO_EXIT { E::NO_EXIT } else { b };
