@@ -902,11 +902,11 @@ fn a_second_build_into_the_same_folder_is_refused_while_the_first_runs() {
 fn a_build_that_cannot_finish_is_not_started() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_str().unwrap();
-    let e = fail(&["build", "--max-seeds", "60", "--dir", root]);
+    let e = fail(&["build", "--max-seeds", "56", "--dir", root]);
     assert!(
         e.starts_with(
-            "error: level 60 (1,665,478,386,936 positions) needs 1.87 TB of solver memory (the compact state), and this machine has "
-        ) && e.contains("`awari plan --max-seeds 60 --nodes R`")
+            "error: level 56 (866,969,192,310 positions) needs 975.3 GB of solver memory (the compact state), and this machine has "
+        ) && e.contains("`awari plan --max-seeds 56 --nodes R`")
             && e.ends_with("`--no-check` starts anyway"),
         "{e}"
     );
@@ -914,7 +914,7 @@ fn a_build_that_cannot_finish_is_not_started() {
     let e = fail(&[
         "build",
         "--max-seeds",
-        "60",
+        "56",
         "--dir",
         root,
         "--state",
@@ -922,7 +922,7 @@ fn a_build_that_cannot_finish_is_not_started() {
     ]);
     assert!(
         e.starts_with(
-            "error: level 60 (1,665,478,386,936 positions) needs 3.54 TB of solver memory (the fast state)"
+            "error: level 56 (866,969,192,310 positions) needs 1.84 TB of solver memory (the fast state)"
         ),
         "{e}"
     );
