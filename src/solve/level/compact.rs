@@ -13,23 +13,23 @@ use rayon::prelude::*;
 use super::backward::{Backward, Message, Queues, NO_PIT};
 use super::state::{Encoding, BLOCK};
 use super::StateKind;
-use crate::game::rules::{for_each_stay_p, Board};
+use crate::game::rules::{for_each_stay_p, Board, MAX_PITS};
 use crate::util::{prefetch, CHUNK};
 
-/// The most seeds a level built with the compact state may hold: its byte holds the exits
-/// and values `-56..=56` twice over (see [`code`]), and eight bytes more for positions with
-/// no exit (see [`NO_EXIT`]).
-pub const COMPACT_MAX_SEEDS: usize = 56;
+/// The most seeds a level built with the compact state may hold, 56: its byte holds the
+/// exits and values `-56..=56` twice over (see [`code`]), and below them the bytes of
+/// positions with no exit (see [`NO_EXIT`]).
+pub const COMPACT_MAX_SEEDS: usize = (-1 - NO_EXIT_TOP as i32) as usize;
 
 /// The byte of an unsettled position with no exit and one in-level move not known won: one
-/// with `r` such moves (`1..=8`, the most pits per side) holds `NO_EXIT + r - 1`, which no
+/// with `r` such moves (`1..=`[`MAX_PITS`]) holds `NO_EXIT + r - 1`, which no
 /// exit of a level of at most [`COMPACT_MAX_SEEDS`] seeds can be. Each won child's update
 /// takes one off, and the last one settles it lost, without reading its children: the
 /// count the fast state keeps, for the positions with no exit.
 const NO_EXIT: i8 = -64;
 
-/// The highest byte of a position with no exit: eight moves not known won.
-const NO_EXIT_TOP: i8 = NO_EXIT + 7;
+/// The highest byte of a position with no exit: every pit a move not known won.
+const NO_EXIT_TOP: i8 = NO_EXIT + MAX_PITS as i8 - 1;
 
 /// The byte of a position settled at `v`. An unsettled position's byte is its best exit
 /// `b`, `-56..=56`, or no exit and its count ([`NO_EXIT`] and the seven bytes above): the
@@ -85,7 +85,7 @@ impl Encoding for Compact {
         // With no exit, its in-level moves. A position with none and no exit yet has only
         // captures, which a stream raises to its exit after.
         let b = if b == NO_EXIT {
-            debug_assert!(stay <= 8);
+            debug_assert!(stay as usize <= MAX_PITS);
             NO_EXIT + stay.max(1) as i8 - 1
         } else {
             b
@@ -389,7 +389,8 @@ mod tests {
                 assert_eq!(code(v) >= WON, v > 0, "value {v}");
             }
         }
-        for moves in 1..=8 {
+        assert_eq!(COMPACT_MAX_SEEDS, 56);
+        for moves in 1..=MAX_PITS as i8 {
             let b = NO_EXIT + moves - 1;
             assert!(!settled(b) && Compact::no_exit(b), "no exit, {moves} moves");
             assert!(b < -max && b <= NO_EXIT_TOP);
@@ -422,7 +423,7 @@ mod tests {
             |_, r| {
                 let small = ((r >> 3) % 19) as i8 - 9;
                 match r % 8 {
-                    0 => (NO_EXIT + (r >> 4) as i8 % 8) as u8,
+                    0 => (NO_EXIT + (r >> 4) as i8 % MAX_PITS as i8) as u8,
                     1 if small != 0 => code(small) as u8,
                     _ => small as u8,
                 }
