@@ -49,7 +49,8 @@ mod game;
 mod solve;
 mod util;
 
-pub use app::database::{Analysis, Line, MoveValue, Ply};
+pub use app::database::{Analysis, MoveValue};
+pub use app::line::{Line, Ply};
 pub use app::tablebase::{Outcome, Position, Tablebase, Value};
 pub use error::{Error, Result};
 pub use game::rules::Rules;
@@ -82,6 +83,7 @@ pub mod plan {
 /// move, and one module per application.
 pub mod expert {
     pub use crate::app::database::Database;
+    pub use crate::app::line::{Conversion, CONVERSION_LIMIT};
     pub use crate::app::query::{draw, parse_counts, LINE_PLIES};
     pub use crate::db::layout::{
         build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,

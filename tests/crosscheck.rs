@@ -1,7 +1,10 @@
 //! The builder against the tests' oracle (value iteration from zero) on every position of
 //! small levels, for both rule sets, and against the published Romein-Bal example.
 
-use crate::common::{build_db, Oracle};
+use std::collections::{HashMap, VecDeque};
+
+use crate::common::{all_positions, build_db, Oracle};
+use awari::expert::{legal_moves, Board, Conversion, Database};
 use awari::Rules;
 
 /// Every position of levels 0..=max, stored ones read from the files and the others
@@ -96,6 +99,163 @@ fn published_romein_bal_example() {
     // A principal variation scores exactly the value.
     let line = db.line(&board, 10_000).unwrap();
     assert_eq!(line.score[0] - line.score[1], 0.0, "{line:?}");
+}
+
+/// The reference for distances to conversion: everything reachable from `start` by best
+/// moves that stay in its level, then a breadth-first retrograde pass (a winner's distance
+/// is 1 + its nearest child's, a loser's 1 + its furthest once all are known). The
+/// library searches depth-first instead; both must give the same distances. `None` for
+/// a draw, or where a game ends inside the graph (the library counts that as converted).
+fn distances(db: &Database, start: &Board) -> Option<HashMap<Board, u32>> {
+    let mut id: HashMap<Board, usize> = HashMap::from([(*start, 0)]);
+    let mut nodes = vec![*start];
+    let (mut winner, mut exit, mut kids) = (Vec::new(), Vec::new(), Vec::<Vec<usize>>::new());
+    let mut next = 0;
+    while next < nodes.len() {
+        let x = nodes[next];
+        next += 1;
+        let a = db.analyze(&x).unwrap();
+        if a.value == 0 || a.game_over.is_some() {
+            return None;
+        }
+        winner.push(a.value > 0);
+        let mut has_exit = false;
+        let mut ks = Vec::new();
+        for (m, mv) in legal_moves(&x, db.rules()).as_slice().iter().zip(&a.moves) {
+            if mv.value != a.value {
+                continue;
+            }
+            if !m.stays_in_level() {
+                has_exit = true;
+                continue;
+            }
+            ks.push(*id.entry(m.child).or_insert_with(|| {
+                nodes.push(m.child);
+                nodes.len() - 1
+            }));
+        }
+        exit.push(has_exit);
+        kids.push(ks);
+    }
+    let mut parents = vec![Vec::new(); nodes.len()];
+    for (x, ks) in kids.iter().enumerate() {
+        for &k in ks {
+            parents[k].push(x);
+        }
+    }
+    let mut dist = vec![u32::MAX; nodes.len()];
+    let mut left: Vec<usize> = kids.iter().map(Vec::len).collect();
+    let mut queue = VecDeque::new();
+    for x in 0..nodes.len() {
+        if (winner[x] && exit[x]) || (!winner[x] && kids[x].is_empty()) {
+            dist[x] = 0;
+            queue.push_back(x);
+        }
+    }
+    while let Some(y) = queue.pop_front() {
+        for &x in &parents[y] {
+            if dist[x] != u32::MAX {
+                continue;
+            }
+            if !winner[x] {
+                left[x] -= 1;
+                if left[x] > 0 {
+                    continue;
+                }
+            }
+            dist[x] = dist[y] + 1;
+            queue.push_back(x);
+        }
+    }
+    assert!(
+        !dist.contains(&u32::MAX),
+        "{start}: a win that never converts"
+    );
+    Some(nodes.into_iter().zip(dist).collect())
+}
+
+/// The depth-first search for distances to conversion against the breadth-first
+/// reference, on every won or lost position of levels 0..=max: the same distance for the
+/// position and each best in-level child, and the move perfect play makes is the one
+/// the reference's distances choose (the winner's nearest, the loser's furthest, lowest
+/// pit on ties). One search per level, as a line keeps it; and a search with a tiny
+/// limit gives up and still plays a best move.
+#[test]
+fn distances_to_conversion_match_a_breadth_first_reference() {
+    for (pits, rules, max) in [
+        (4, Rules::Awari, 9),
+        (4, Rules::Oware, 9),
+        (3, Rules::Awari, 12),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = build_db(dir.path(), rules, pits, max);
+        let (mut compared, mut far) = (0u32, 0u32);
+        for n in 1..=max {
+            let mut conversion = Conversion::new();
+            for board in all_positions(pits, n) {
+                let a = db.analyze(&board).unwrap();
+                if a.game_over.is_some() {
+                    continue;
+                }
+                let m = db.perfect_move(&board, &a, &mut conversion).unwrap();
+                assert!(a.best.contains(&m.pit), "{rules} {board}");
+                let Some(dist) = distances(&db, &board) else {
+                    continue;
+                };
+                let d = dist[&board];
+                assert_eq!(
+                    conversion.distance(&db, &board).unwrap(),
+                    Some(d),
+                    "{rules} {board}"
+                );
+                let legal = legal_moves(&board, rules);
+                let best: Vec<_> = legal
+                    .as_slice()
+                    .iter()
+                    .filter(|k| {
+                        let mv = a.moves.iter().find(|mv| mv.pit == k.pit).unwrap();
+                        mv.value == a.value
+                    })
+                    .collect();
+                let exit = best.iter().find(|k| !k.stays_in_level());
+                let inside = best.iter().filter(|k| k.stays_in_level());
+                let want = if a.value > 0 {
+                    exit.copied()
+                        .or_else(|| inside.min_by_key(|k| dist[&k.child]).copied())
+                } else {
+                    inside
+                        .max_by_key(|k| (dist[&k.child], std::cmp::Reverse(k.pit)))
+                        .copied()
+                        .or(exit.copied())
+                };
+                assert_eq!(m.pit, want.unwrap().pit, "{rules} {board}: distance {d}");
+                compared += 1;
+                far += (d >= 3) as u32;
+            }
+        }
+        assert!(
+            compared > 1000 && far > 50,
+            "{rules} P={pits}: {compared} compared, {far} at distance 3 or more"
+        );
+    }
+    // A limit of 3 positions: the search gives up on a far position, says so, and the
+    // move is still a best one.
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_db(dir.path(), Rules::Awari, 4, 9);
+    let far = (1..=9)
+        .flat_map(|n| all_positions(4, n))
+        .find(|b| distances(&db, b).is_some_and(|d| d[b] >= 4))
+        .expect("a position at distance 4 or more");
+    let mut conversion = Conversion::with_limit(3);
+    assert_eq!(conversion.distance(&db, &far).unwrap(), None);
+    let a = db.analyze(&far).unwrap();
+    let m = db.perfect_move(&far, &a, &mut conversion).unwrap();
+    assert!(
+        a.best.contains(&m.pit),
+        "{far}: {} not among {:?}",
+        m.pit,
+        a.best
+    );
 }
 
 /// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").

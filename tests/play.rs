@@ -4,12 +4,11 @@
 //! answered and asked again; reproducible weaker play; a missing level named with its
 //! build command.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use awari::expert::{Board, Database};
+use awari::expert::{Board, Conversion, Database};
 use awari::Rules;
 use tempfile::TempDir;
 
@@ -92,10 +91,10 @@ fn play(root: &Path, extra: &[&str], mut choose: impl FnMut(&Board) -> u8) -> Tr
 
 /// Perfect play for the player, as the database's own choice (progress in won positions).
 fn perfect(db: &Database) -> impl FnMut(&Board) -> u8 + '_ {
-    let mut plan: Option<HashMap<Board, u32>> = None;
+    let mut conversion = Conversion::new();
     move |b: &Board| {
         let a = db.analyze(b).unwrap();
-        db.perfect_move(b, &a, &mut plan).unwrap().pit
+        db.perfect_move(b, &a, &mut conversion).unwrap().pit
     }
 }
 

@@ -1,20 +1,19 @@
 //! An open database of one rule set and board size ([`Database`]): the value of any
-//! position, the value of each move, the best moves and a principal variation
-//! (DESIGN.md sections 3.6 and 3.7).
+//! position, the value of each move and the best moves (DESIGN.md section 3.6); its
+//! principal variations are in [`crate::app::line`].
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::db::layout::{build_command, db_dir, level_path, missing_level, Expect};
+use crate::db::layout::{build_command, db_dir, missing_level, Expect};
 use crate::db::model::{bound_of, Bound, Model};
 use crate::db::raw::Check;
 use crate::db::store::LevelFile;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::game::rules::{legal_moves, Board, Move, Rules};
+use crate::game::rules::{legal_moves, Board, Rules};
 
 /// An open database: one rule set and board size. Levels are opened (and their
 /// checksums checked) the first time a probe needs them.
@@ -59,31 +58,6 @@ pub struct Analysis {
     pub best: Vec<u8>,
     /// Why the game is over, if it is.
     pub game_over: Option<&'static str>,
-}
-
-/// One step of a principal variation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Ply {
-    /// 0 for the side to move at the start, 1 for its opponent.
-    pub player: u8,
-    /// The pit sowed from, 0-based, in the mover's frame.
-    pub pit: u8,
-    /// Seeds the move captured.
-    pub captured: u8,
-    /// The position after the move, seen from the side now to move.
-    pub after: Vec<u8>,
-}
-
-/// A principal variation to the end of the game and its score.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Line {
-    /// The moves, in order.
-    pub plies: Vec<Ply>,
-    /// How the line ends: "no seeds", "cannot feed", "opponent starved", "cycle", ...
-    pub end: String,
-    /// Seeds won from the start position by the side to move and by its opponent,
-    /// counting the seeds left at the end (split evenly on a cycle).
-    pub score: [f64; 2],
 }
 
 impl std::fmt::Debug for Database {
@@ -273,195 +247,4 @@ impl Database {
             game_over,
         })
     }
-
-    /// Plays a principal variation from `board` to the end of the game: best moves only,
-    /// and in a won position the winner makes progress (see [`Database::conversion_plan`])
-    /// so that the line realises the value. A drawn line ends when a position repeats
-    /// (endless play: the seeds left are split evenly).
-    pub fn line(&self, board: &Board, max_plies: usize) -> Result<Line> {
-        let mut pos = *board;
-        let mut score = [0f64; 2];
-        let mut plies = Vec::new();
-        let mut seen = HashSet::new();
-        seen.insert(pos);
-        let mut player = 0u8;
-        let mut plan: Option<HashMap<Board, u32>> = None;
-        let end;
-        loop {
-            let a = self.analyze(&pos)?;
-            let n = pos.seeds() as f64;
-            if let Some(why) = a.game_over {
-                // The side to move gets (n + v) / 2 of what is left.
-                let v = a.value as f64;
-                score[player as usize] += (n + v) / 2.0;
-                score[1 - player as usize] += (n - v) / 2.0;
-                end = why.to_string();
-                break;
-            }
-            let m = self.perfect_move(&pos, &a, &mut plan)?;
-            score[player as usize] += m.captured as f64;
-            plies.push(Ply {
-                player,
-                pit: m.pit,
-                captured: m.captured,
-                after: m.child.pits().to_vec(),
-            });
-            if m.ends_game {
-                score[player as usize] += m.child.seeds() as f64;
-                end = "the opponent is left without seeds: the mover takes the rest".into();
-                break;
-            }
-            pos = m.child;
-            player = 1 - player;
-            if !seen.insert(pos) {
-                let left = pos.seeds() as f64;
-                score[0] += left / 2.0;
-                score[1] += left / 2.0;
-                end = "a position repeats (endless play): the seeds left are split evenly".into();
-                break;
-            }
-            if plies.len() >= max_plies {
-                end = format!("stopped after {max_plies} plies");
-                break;
-            }
-        }
-        Ok(Line { plies, end, score })
-    }
-
-    /// The move perfect play makes in `pos` (analysed as `a`, the game not over): a best
-    /// move, and in a won position one that gets closer to converting (the loser delays),
-    /// so that play realises the value instead of circling. `plan` caches the
-    /// [`Database::conversion_plan`] of the current level between calls.
-    pub fn perfect_move(
-        &self,
-        pos: &Board,
-        a: &Analysis,
-        plan: &mut Option<HashMap<Board, u32>>,
-    ) -> Result<Move> {
-        if a.value != 0 && !plan.as_ref().is_some_and(|p| p.contains_key(pos)) {
-            *plan = self.conversion_plan(pos, PLAN_LIMIT)?;
-        }
-        let legal = legal_moves(pos, self.rules);
-        let best: Vec<Move> = legal
-            .as_slice()
-            .iter()
-            .zip(&a.moves)
-            .filter(|(_, mv)| mv.value == a.value)
-            .map(|(m, _)| *m)
-            .collect();
-        Ok(match plan.as_ref() {
-            Some(dist) if a.value != 0 => {
-                let exit = best.iter().find(|m| !m.stays_in_level());
-                let inside = best.iter().filter(|m| m.stays_in_level());
-                if a.value > 0 {
-                    // The winner converts at once if it can, else gets closer.
-                    *exit.unwrap_or_else(|| inside.min_by_key(|m| dist[&m.child]).unwrap())
-                } else {
-                    // The loser delays as long as it can.
-                    *inside
-                        .max_by_key(|m| (dist[&m.child], std::cmp::Reverse(m.pit)))
-                        .or(exit)
-                        .unwrap()
-                }
-            }
-            _ => best[0],
-        })
-    }
-
-    /// For a won or lost position: the positions reachable from it by best moves that stay
-    /// in its level, each with its distance to conversion (the plies until the winner can
-    /// leave the level by a capture or a game end that realises the value, the winner
-    /// hurrying and the loser delaying). The database stores values, not distances, so
-    /// this is a small retrograde analysis of that graph. `None` for a draw, or if the
-    /// graph has more than `limit` positions.
-    pub fn conversion_plan(
-        &self,
-        start: &Board,
-        limit: usize,
-    ) -> Result<Option<HashMap<Board, u32>>> {
-        let mut id: HashMap<Board, usize> = HashMap::new();
-        let mut nodes = vec![*start];
-        id.insert(*start, 0);
-        let mut winner = Vec::new();
-        let mut exit = Vec::new();
-        let mut kids: Vec<Vec<usize>> = Vec::new();
-        let mut next = 0;
-        while next < nodes.len() {
-            let x = nodes[next];
-            next += 1;
-            let a = self.analyze(&x)?;
-            if a.value == 0 || a.game_over.is_some() {
-                return Ok(None);
-            }
-            winner.push(a.value > 0);
-            let mut has_exit = false;
-            let mut ks = Vec::new();
-            for (m, mv) in legal_moves(&x, self.rules).as_slice().iter().zip(&a.moves) {
-                if mv.value != a.value {
-                    continue;
-                }
-                if !m.stays_in_level() {
-                    has_exit = true;
-                    continue;
-                }
-                let k = *id.entry(m.child).or_insert_with(|| {
-                    nodes.push(m.child);
-                    nodes.len() - 1
-                });
-                ks.push(k);
-            }
-            exit.push(has_exit);
-            kids.push(ks);
-            if nodes.len() > limit {
-                return Ok(None);
-            }
-        }
-        let mut parents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-        for (x, ks) in kids.iter().enumerate() {
-            for &k in ks {
-                parents[k].push(x);
-            }
-        }
-        const UNKNOWN: u32 = u32::MAX;
-        let mut dist = vec![UNKNOWN; nodes.len()];
-        let mut left: Vec<usize> = kids.iter().map(|k| k.len()).collect();
-        let mut queue = std::collections::VecDeque::new();
-        for x in 0..nodes.len() {
-            if (winner[x] && exit[x]) || (!winner[x] && kids[x].is_empty()) {
-                dist[x] = 0;
-                queue.push_back(x);
-            }
-        }
-        // Breadth first, so distances come out in order: a winner takes its first
-        // (smallest) child distance, a loser its last (largest).
-        while let Some(y) = queue.pop_front() {
-            for &x in &parents[y] {
-                if dist[x] != UNKNOWN {
-                    continue;
-                }
-                if !winner[x] {
-                    left[x] -= 1;
-                    if left[x] > 0 {
-                        continue;
-                    }
-                }
-                dist[x] = dist[y] + 1;
-                queue.push_back(x);
-            }
-        }
-        if dist.contains(&UNKNOWN) {
-            // Cannot happen with exact values: every won position converts.
-            return Err(Error::format(
-                level_path(&self.dir, start.seeds()),
-                format!(
-                    "position {start} is valued {} but its win never converts; run `awari verify`",
-                    self.probe(start)?
-                ),
-            ));
-        }
-        Ok(Some(nodes.into_iter().zip(dist).collect()))
-    }
 }
-
-/// The most positions [`Database::line`] explores in one level to find a converting line.
-const PLAN_LIMIT: usize = 2_000_000;

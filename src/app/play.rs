@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::app::database::{Analysis, Database};
+use crate::app::line::Conversion;
 use crate::error::{Error, Result};
 use crate::game::rules::{legal_moves, Board, Move};
 
@@ -166,7 +167,7 @@ pub struct Game<'a> {
     ending: Option<Ending>,
     strength: u8,
     random: Random,
-    plan: Option<HashMap<Board, u32>>,
+    conversion: Conversion,
 }
 
 impl std::fmt::Debug for Game<'_> {
@@ -214,7 +215,7 @@ impl<'a> Game<'a> {
             ending: None,
             strength: strength.min(100),
             random: Random::new(seed),
-            plan: None,
+            conversion: Conversion::new(),
         };
         game.seen.insert((start, first), 1);
         game.check_end()?;
@@ -331,7 +332,7 @@ impl<'a> Game<'a> {
         }
         let m = if values[pick] == a.value {
             // Among the best moves, the one that makes progress in a won position.
-            self.db.perfect_move(&self.pos, &a, &mut self.plan)?
+            self.db.perfect_move(&self.pos, &a, &mut self.conversion)?
         } else {
             legal.as_slice()[pick]
         };

@@ -7,7 +7,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::app::database::{Analysis, Database, Line};
+use crate::app::database::{Analysis, Database};
+use crate::app::line::Line;
 use crate::app::query::parse_counts;
 use crate::db::layout::database_dirs;
 use crate::error::{Error, Result};

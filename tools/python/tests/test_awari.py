@@ -110,7 +110,7 @@ def test_random_positions_equal_the_cli(dbs, rules, kind):
 
 @pytest.mark.parametrize("rules", RULES)
 def test_lines_equal_the_cli(dbs, rules):
-    # Lines of won positions explore their level (a conversion plan): small levels only.
+    # Lines of won positions search their level for a conversion: small levels only.
     positions = [p for p in random_positions(200, seed=10 + RULES.index(rules)) if sum(p) <= 9][:12]
     for kind in ["raw", "packed"]:
         tb = awari.open(dbs[kind], rules=rules)
