@@ -1,7 +1,7 @@
 //! The moves of a position as the solver's forward pass sees them: its exits (the
 //! captures and game ends that leave the level) and the moves that stay in it.
 
-use super::moves::{play_raw_p, sow};
+use super::moves::{play_raw_p, sow_word};
 use super::{turn, Board, Rules};
 
 /// Whether the move from own pit `o`, holding `s > 0` seeds, may capture: where its last
@@ -204,9 +204,8 @@ pub(crate) fn for_each_stay_p<const P: usize>(
                 // Starves the opponent: illegal, or (every move starving) ends the game.
                 continue;
             }
-            let mut pits = board.pits;
-            sow(&mut pits, np, o);
-            if !f(o, &turn(&pits, p)) {
+            let (sown, _) = sow_word(&board.pits, np, o);
+            if !f(o, &turn(&sown.to_le_bytes(), p)) {
                 return;
             }
             continue;

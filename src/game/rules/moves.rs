@@ -2,9 +2,11 @@
 
 use super::{turn, Board, Move, Moves, Rules, MAX_PITS};
 
-/// `SOWN[P - 2][o][s]`: a seed in every pit that sowing `s < 2P` seeds from own pit `o`
-/// of a board of `P` pits per side reaches, pits `o+1..=o+s` (past `2P - 1` on from pit
-/// 0), as the bytes of a little-endian `u128`: a first lap is one addition.
+/// `SOWN[P - 2][o][s]`: what sowing `s < 2P` seeds from own pit `o` of a board of `P`
+/// pits per side does to the board as the bytes of a little-endian `u128`: a seed in each
+/// pit `o+1..=o+s` (past `2P - 1` on from pit 0), and the `s` seeds taken from pit `o`, as
+/// one wrapping difference. Added (wrapping) to a board whose pit `o` holds `s`, it is the
+/// board sown: no byte borrows or carries, so a first lap is one addition.
 const SOWN: [[[u128; 2 * MAX_PITS]; MAX_PITS]; MAX_PITS - 1] = {
     let mut table = [[[0u128; 2 * MAX_PITS]; MAX_PITS]; MAX_PITS - 1];
     let mut p = 2;
@@ -18,6 +20,12 @@ const SOWN: [[[u128; 2 * MAX_PITS]; MAX_PITS]; MAX_PITS - 1] = {
                 table[p - 2][o][s] = table[p - 2][o][s - 1] | 1 << (8 * j);
                 s += 1;
             }
+            // Pit `o` emptied.
+            s = 1;
+            while s < np {
+                table[p - 2][o][s] = table[p - 2][o][s].wrapping_sub((s as u128) << (8 * o));
+                s += 1;
+            }
             o += 1;
         }
         p += 1;
@@ -25,22 +33,27 @@ const SOWN: [[[u128; 2 * MAX_PITS]; MAX_PITS]; MAX_PITS - 1] = {
     table
 };
 
-/// Sows pit `o` in place (in the mover's frame, not turned) and returns the last pit sown.
-/// Every lap skips `o`, so `o` is empty afterwards.
+/// Sows pit `o` (in the mover's frame, not turned): returns the pits sown as the bytes of
+/// a little-endian `u128`, and the last pit sown. Every lap skips `o`, so `o` is empty
+/// afterwards. A first lap (fewer seeds than pits, nearly every move) is one addition
+/// from a table, in registers: emptying the pit by a byte
+/// store and then reading the 16 bytes back as a word stalled each move on a failed
+/// store-to-load forwarding (a fifth of `awari verify`'s own-moves pass, by perf).
 #[inline(always)]
-pub(super) fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
+pub(super) fn sow_word(pits: &[u8; 2 * MAX_PITS], np: usize, o: usize) -> (u128, usize) {
     let s = pits[o] as usize;
     debug_assert!(s > 0);
-    pits[o] = 0;
     if s < np {
-        // One lap at most, which never comes back to `o`: one addition (no byte carries,
-        // a pit holding at most 127 seeds), instead of a pit at a time after a division
-        // (a sixth of the compact state's loss checks).
-        let sown = u128::from_le_bytes(*pits) + SOWN[np / 2 - 2][o][s];
-        *pits = sown.to_le_bytes();
+        // One lap at most, which never comes back to `o`: no byte carries, a pit holding
+        // at most 127 seeds.
         let last = o + s;
-        return if last >= np { last - np } else { last };
+        return (
+            u128::from_le_bytes(*pits).wrapping_add(SOWN[np / 2 - 2][o][s]),
+            if last >= np { last - np } else { last },
+        );
     }
+    let mut pits = *pits;
+    pits[o] = 0;
     let laps = s / (np - 1);
     let rem = s % (np - 1);
     if laps > 0 {
@@ -52,7 +65,7 @@ pub(super) fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
     }
     if rem == 0 {
         // The last seed of a whole lap lands just before the origin.
-        return (o + np - 1) % np;
+        return (u128::from_le_bytes(pits), (o + np - 1) % np);
     }
     let mut j = o;
     for _ in 0..rem {
@@ -62,7 +75,7 @@ pub(super) fn sow(pits: &mut [u8; 2 * MAX_PITS], np: usize, o: usize) -> usize {
         }
         pits[j] += 1;
     }
-    j
+    (u128::from_le_bytes(pits), j)
 }
 
 /// Plays the sowing of pit `o` of `board` (non-empty) with captures, but before turning
@@ -73,7 +86,9 @@ pub(super) fn play_raw(board: &Board, rules: Rules, o: usize) -> ([u8; 2 * MAX_P
     with_pits!(board.p, P => play_raw_p::<P>(board, rules, o))
 }
 
-/// [`play_raw`] with the pits per side, `P`, known at compile time (the board's).
+/// [`play_raw`] with the pits per side, `P`, known at compile time (the board's). The
+/// board stays in registers throughout (captures clear bytes by masks), so that no byte
+/// written is read back inside a wider word.
 #[inline(always)]
 pub(super) fn play_raw_p<const P: usize>(
     board: &Board,
@@ -83,25 +98,41 @@ pub(super) fn play_raw_p<const P: usize>(
     debug_assert_eq!(board.p as usize, P);
     let p = P;
     let np = 2 * p;
-    let mut pits = board.pits;
-    let last = sow(&mut pits, np, o);
+    let (sown, last) = sow_word(&board.pits, np, o);
+    // The opponent's row (bytes `p..np`) as one 64-bit word: a constant shift out and
+    // back, and the captures' shifts within one register.
+    let low = sown & !(u128::MAX << (8 * p));
+    let mut row = (sown >> (8 * p)) as u64;
     let mut captured = 0u8;
     if last >= p {
-        let before = pits;
-        let mut j = last;
-        while j >= p && (pits[j] == 2 || pits[j] == 3) {
-            captured += pits[j];
-            pits[j] = 0;
+        let mut taken = row;
+        let mut j = last - p;
+        loop {
+            let c = (taken >> (8 * j)) as u8;
+            if c != 2 && c != 3 {
+                break;
+            }
+            captured += c;
+            taken &= !(0xff << (8 * j));
+            if j == 0 {
+                break;
+            }
             j -= 1;
         }
-        if captured > 0 && rules == Rules::Oware && pits[p..np].iter().all(|&c| c == 0) {
-            // Grand slam: the capture would take every opponent seed, so it takes none.
-            pits = before;
-            captured = 0;
+        if captured > 0 {
+            if rules == Rules::Oware && taken == 0 {
+                // Grand slam: the capture would take every opponent seed, so it takes none.
+                captured = 0;
+            } else {
+                row = taken;
+            }
         }
     }
-    let starved = pits[p..np].iter().all(|&c| c == 0);
-    (pits, captured, starved)
+    (
+        (low | (row as u128) << (8 * p)).to_le_bytes(),
+        captured,
+        row == 0,
+    )
 }
 
 /// Every legal move of `board` under `rules`, in pit order.
