@@ -73,6 +73,12 @@ impl Bits {
         }
     }
 
+    /// The address of the word holding bit `i`, for a prefetch (never dereferenced).
+    #[inline(always)]
+    pub(super) fn addr(&self, i: u64) -> *const AtomicU64 {
+        self.0.as_ptr().wrapping_add((i / 64) as usize)
+    }
+
     #[inline]
     pub(super) fn get(&self, i: u64) -> bool {
         self.0[(i / 64) as usize].load(Relaxed) & (1u64 << (i % 64)) != 0

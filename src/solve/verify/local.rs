@@ -66,9 +66,15 @@ impl Streamed<'_> {
             })
             .reduce(|| (0, 0), |a, b| (a.0.wrapping_add(b.0), a.1 + b.1));
         // The captures, from the levels below.
+        // The parent's value and both its bits a batch ahead: the bits unprefetched, their
+        // loads were 80 % of this pass's updates (perf, Oware level 22).
         let back = self.uncaptures(
             Some(bar),
-            |q| prefetch(&values[q as usize]),
+            |q| {
+                prefetch(&values[q as usize]);
+                prefetch(ok.addr(q));
+                prefetch(bad.addr(q));
+            },
             |q, x, m, ci| {
                 let v = values[q as usize] as i8;
                 if x > v {
