@@ -36,9 +36,9 @@ const SOWN: [[[u128; 2 * MAX_PITS]; MAX_PITS]; MAX_PITS - 1] = {
 /// Sows pit `o` (in the mover's frame, not turned): returns the pits sown as the bytes of
 /// a little-endian `u128`, and the last pit sown. Every lap skips `o`, so `o` is empty
 /// afterwards. A first lap (fewer seeds than pits, nearly every move) is one addition
-/// from a table, in registers: emptying the pit by a byte
-/// store and then reading the 16 bytes back as a word stalled each move on a failed
-/// store-to-load forwarding (a fifth of `awari verify`'s own-moves pass, by perf).
+/// from a table, in registers: emptying the pit by a byte store and then reading the 16
+/// bytes back as a word stalled each move on a failed store-to-load forwarding (a fifth
+/// of `awari verify`'s own-moves pass, by perf).
 #[inline(always)]
 pub(super) fn sow_word(pits: &[u8; 2 * MAX_PITS], np: usize, o: usize) -> (u128, usize) {
     let s = pits[o] as usize;

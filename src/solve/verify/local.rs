@@ -65,9 +65,9 @@ impl Streamed<'_> {
                 got
             })
             .reduce(|| (0, 0), |a, b| (a.0.wrapping_add(b.0), a.1 + b.1));
-        // The captures, from the levels below.
-        // The parent's value and both its bits a batch ahead: the bits unprefetched, their
-        // loads were 80 % of this pass's updates (perf, Oware level 22).
+        // The captures, from the levels below: the parent's value and both its bits
+        // prefetched a batch ahead (the bits unprefetched, their loads were 80 % of this
+        // pass's updates; perf, Oware level 22).
         let back = self.uncaptures(
             Some(bar),
             |q| {
