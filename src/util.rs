@@ -10,7 +10,7 @@ pub const CHUNK: u64 = 1 << 14;
 /// Items per step of a prefetch pipeline (positions whose moves are generated, children
 /// or parents whose cells are prefetched, before any of them is read): enough for the
 /// random reads of a step to overlap, few enough to stay in the cache.
-pub const BATCH: usize = 16;
+pub const BATCH: usize = 64;
 
 /// The most worker threads a command takes (`--threads`): more is a typo, not a machine,
 /// and would start that many OS threads before any work.
