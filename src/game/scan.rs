@@ -13,7 +13,7 @@
 
 use crate::error::Result;
 use crate::game::index::Index;
-use crate::game::rules::{for_each_exit_p, for_each_uncapture_p, Exits, Rules, MAX_PITS};
+use crate::game::rules::{for_each_exit_p, for_each_uncapture_p, Board, Exits, Rules, MAX_PITS};
 use crate::util::{prefetch, BATCH};
 
 /// The best exit of a position with no capture among its legal moves.
@@ -165,12 +165,16 @@ fn scan_uncaptures_p<const P: usize>(
         return;
     }
     let captured = n - m;
-    let mut board = index.unrank(m, start);
+    // The board as one word, stepped by `next_word_p`: byte writes read back as words
+    // stall (see there).
+    let mut word = u128::from_le_bytes(*index.unrank(m, start).raw());
     let mut ahead: Vec<(u64, i8, u64)> = Vec::with_capacity(64);
     let mut pending: Vec<(u64, i8, u64)> = Vec::with_capacity(64);
     for (j, &v) in values.iter().enumerate() {
         let x = captured as i8 - v as i8;
         let ci = start + j as u64;
+        let mut board = Board::empty(P);
+        *board.raw_mut() = word.to_le_bytes();
         for_each_uncapture_p::<P>(&board, captured, rules, |parent, stored| {
             if stored {
                 let qi = index.rank_in_p::<P>(parent, n);
@@ -186,7 +190,7 @@ fn scan_uncaptures_p<const P: usize>(
             std::mem::swap(&mut pending, &mut ahead);
         }
         if j + 1 < values.len() {
-            index.next_p::<P>(&mut board);
+            index.next_word_p::<P>(&mut word);
         }
     }
     for &(qi, x, ci) in pending.iter().chain(&ahead) {

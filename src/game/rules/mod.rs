@@ -231,14 +231,6 @@ impl Board {
         turn(&self.pits, self.p as usize)
     }
 
-    /// [`Board::is_stored`] of a board of `P` pits per side, `P` known at compile time.
-    #[inline(always)]
-    pub(crate) fn is_stored_p<const P: usize>(&self) -> bool {
-        debug_assert_eq!(self.p as usize, P);
-        #[allow(clippy::manual_contains)]
-        self.pits[P..2 * P].iter().any(|&c| c == 0)
-    }
-
     /// Whether every own pit of a board of `P` pits per side is empty: one word test
     /// instead of a sum (the test starts every un-move and move generation).
     #[inline(always)]
@@ -253,7 +245,7 @@ impl Board {
     #[inline(always)]
     pub(crate) fn opponent_empty_p<const P: usize>(&self) -> bool {
         debug_assert_eq!(self.p as usize, P);
-        u64::from_le_bytes(self.pits[P..P + 8].try_into().unwrap()) == 0
+        self.opponent_row_p::<P>() == 0
     }
 
     /// The empty pits of the opponent row of a board of `P` pits per side: bit 7 of byte
@@ -262,7 +254,15 @@ impl Board {
     #[inline(always)]
     pub(crate) fn opponent_empty_pits_p<const P: usize>(&self) -> u64 {
         debug_assert_eq!(self.p as usize, P);
-        zero_bytes(u64::from_le_bytes(self.pits[P..P + 8].try_into().unwrap())) & lanes::<P>()
+        zero_bytes(self.opponent_row_p::<P>()) & lanes::<P>()
+    }
+
+    /// The opponent's pits as a word, read as the two aligned halves of the board: a
+    /// word read across the middle of the row just written (by `Index::next_p`, say)
+    /// would wait for the write to reach the cache.
+    #[inline(always)]
+    fn opponent_row_p<const P: usize>(&self) -> u64 {
+        (u128::from_le_bytes(self.pits) >> (8 * P)) as u64
     }
 
     /// The empty pits among the side to move's `P`: bit 7 of byte `o` set for each empty

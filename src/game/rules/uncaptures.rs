@@ -1,18 +1,7 @@
 //! Un-captures: the predecessors of a position by a capturing move.
 
 use super::moves::play_raw;
-use super::{turn, Board, Rules};
-
-/// The bits set in each byte: a chain is at most `MAX_PITS` (8) pits long.
-const ONES_IN: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 1;
-    while i < 256 {
-        t[i] = t[i / 2] + (i & 1) as u8;
-        i += 1;
-    }
-    t
-};
+use super::{lanes, turn, zero_bytes, Board, Rules, MAX_PITS};
 
 /// Calls `f(parent, stored)` with every position that reaches `child` by a legal move
 /// capturing `captured` seeds (at least 2), each once, and whether the database stores
@@ -46,6 +35,12 @@ pub fn for_each_uncapture(
 
 /// [`for_each_uncapture`] with the pits per side, `P`, known at compile time (the
 /// child's).
+///
+/// Each row is a 64-bit word, one byte a pit: a parent is the chain's 2s and the
+/// sowing taken back by one addition and subtraction a row, the 3s of a filling spread
+/// from a bit mask by a table, with no byte ever borrowing from its neighbour (every pit on the
+/// path holds a seed after sowing). Only the fillings with as many 3s as `captured`
+/// asks are visited.
 #[inline(always)]
 pub(crate) fn for_each_uncapture_p<const P: usize>(
     child: &Board,
@@ -54,84 +49,134 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
     mut f: impl FnMut(&Board, bool),
 ) {
     debug_assert_eq!(child.p as usize, P);
-    let p = P;
-    let np = 2 * p;
+    let np = 2 * P;
     // A capture leaving the opponent (the child's side to move) no seeds starves it: not
     // a capture exit (see above).
     if captured < 2 {
         return;
     }
-    let after = turn(&child.pits, p);
+    let after = turn(&child.pits, P);
     let zeros = after.empty_pits_p::<P>();
-    let own = zeros & ((1 << p) - 1);
-    let opponent = zeros >> p;
+    let own = zeros & ((1 << P) - 1);
+    let opponent = zeros >> P;
     // The opponent keeps seeds (child.own_seeds() > 0), and some pits are empty: the
     // origin and the chain.
-    if own == 0 || opponent == 0 || opponent == (1 << p) - 1 {
+    if own == 0 || opponent == 0 || opponent == (1 << P) - 1 {
         return;
     }
     let o = 31 - own.leading_zeros() as usize;
-    let lo = p + opponent.trailing_zeros() as usize;
-    let hi = lo + (!(opponent >> (lo - p))).trailing_zeros() as usize - 1;
-    if lo > p && matches!(after.pits[lo - 1], 2 | 3) {
+    // The chain in the opponent's row: pits `lo..=hi` of it are empty.
+    let lo = opponent.trailing_zeros() as usize;
+    let hi = lo + (!(opponent >> lo)).trailing_zeros() as usize - 1;
+    let word = u128::from_le_bytes(after.pits);
+    let row = u64::MAX >> (64 - 8 * P);
+    let theirs = (word >> (8 * P)) as u64 & row;
+    if lo > 0 && matches!(theirs >> (8 * (lo - 1)) & 0xff, 2 | 3) {
+        return;
+    }
+    // The chain's lengths whose 2s and 3s can sum to `captured`.
+    let shortest = captured.div_ceil(3);
+    let longest = (captured / 2).min(hi - lo + 1);
+    if shortest > longest {
         return;
     }
     // Whole laps are possible only if no pit but `o` and the chain is empty.
-    let chain = (1u32 << (hi + 1)) - (1 << lo);
+    let chain = ((1u32 << (hi + 1)) - (1 << lo)) << P;
     let others_empty = zeros & !(1 << o) & !chain != 0;
-    for top in lo..=hi {
-        let len = top - lo + 1;
-        if captured < 2 * len {
-            break;
-        }
-        if captured > 3 * len {
-            continue;
-        }
-        // Which pits of the chain held 3 (the others 2): `threes` of the `len`.
-        let threes = (captured - 2 * len) as u32;
-        for mask in 0u32..1 << len {
-            // A table: `count_ones` is a dozen instructions without POPCNT, which the
-            // default x86_64 target does not assume (a tenth of the streamed forward pass).
-            if ONES_IN[mask as usize] as u32 != threes {
-                continue;
-            }
-            let mut sown = after;
-            for (b, pit) in (lo..=top).enumerate() {
-                sown.pits[pit] = 2 + (mask >> b & 1) as u8;
-            }
-            // Laps each pit can give back: the path's pits keep one seed for the last one.
-            let laps = if others_empty || top < hi {
-                0
-            } else {
+    // The mover's row after sowing, less the seed each pit above `o` got.
+    let mine = (word as u64 & row) - (ONES[P] - ONES[o + 1]);
+    for len in shortest..=longest {
+        // The sowing ended in the opponent's pit `top`: its pits `0..=top` gave a seed.
+        let top = lo + len - 1;
+        let mine = mine + (((P + top - o) as u64) << (8 * o));
+        // Each chain pit held 2 (or 3, below) after sowing: one left here, after the
+        // seed every pit `0..=top` gives back; below the chain one seed less.
+        let theirs = theirs + ONES[top + 1] - 2 * ONES[lo];
+        // Laps each pit can give back happen only with no other pit empty.
+        let lapping = !others_empty && top == hi;
+        // Which pits of the chain held 3 (the others 2): `threes` of the `len`, the masks
+        // with that many bits in increasing order (Gosper's hack).
+        let threes = captured - 2 * len;
+        let mut mask = (1u32 << threes) - 1;
+        while mask < 1 << len {
+            let theirs = theirs + (SPREAD[mask as usize] << (8 * lo));
+            let mut parent = mine as u128 | (theirs as u128) << (8 * P);
+            let laps = if lapping {
+                let bytes = parent.to_le_bytes();
                 (0..np)
                     .filter(|&x| x != o)
-                    .map(|x| sown.pits[x] - (x > o && x <= top) as u8)
+                    .map(|x| bytes[x])
                     .min()
                     .unwrap_or(0)
+            } else {
+                0
             };
-            let mut parent = sown;
-            for x in o + 1..=top {
-                parent.pits[x] -= 1;
-            }
-            let mut s = (top - o) as u8;
             for k in 0..=laps {
                 if k > 0 {
-                    for x in 0..np {
-                        if x != o {
-                            parent.pits[x] -= 1;
-                        }
-                    }
-                    s += (np - 1) as u8;
+                    // A lap takes a seed from every pit but `o`, all `np - 1` into `o`.
+                    parent = parent - (ONES_BOTH[np] & !(0xff << (8 * o)))
+                        + (((np - 1) as u128) << (8 * o));
                 }
-                parent.pits[o] = s;
-                debug_assert!({
-                    let (pits, c, starved) = play_raw(&parent, rules, o);
-                    c as usize == captured && !starved && turn(&pits, p) == *child
-                });
-                f(&parent, parent.is_stored_p::<P>());
+                let board = Board {
+                    pits: parent.to_le_bytes(),
+                    p: P as u8,
+                };
+                debug_assert!(check(&board, rules, o, captured, child));
+                let stored = zero_bytes((parent >> (8 * P)) as u64) & lanes::<P>() != 0;
+                f(&board, stored);
             }
+            if mask == 0 {
+                break;
+            }
+            let t = mask | (mask - 1);
+            mask = (t + 1) | (((!t & t.wrapping_add(1)) - 1) >> (mask.trailing_zeros() + 1));
         }
     }
+}
+
+/// `ONES[k]`: a seed in each of the `k` lowest pits of a row.
+const ONES: [u64; MAX_PITS + 1] = {
+    let mut t = [0u64; MAX_PITS + 1];
+    let mut k = 1;
+    while k <= MAX_PITS {
+        t[k] = t[k - 1] << 8 | 1;
+        k += 1;
+    }
+    t
+};
+
+/// `ONES_BOTH[k]`: a seed in each of the `k` lowest pits of a board.
+const ONES_BOTH: [u128; 2 * MAX_PITS + 1] = {
+    let mut t = [0u128; 2 * MAX_PITS + 1];
+    let mut k = 1;
+    while k <= 2 * MAX_PITS {
+        t[k] = t[k - 1] << 8 | 1;
+        k += 1;
+    }
+    t
+};
+
+/// `SPREAD[mask]`: a seed in pit `b` for each bit `b` of `mask` (a chain of at most
+/// `MAX_PITS - 1` pits).
+const SPREAD: [u64; 1 << (MAX_PITS - 1)] = {
+    let mut t = [0u64; 1 << (MAX_PITS - 1)];
+    let mut mask = 0;
+    while mask < t.len() {
+        let mut b = 0;
+        while b < MAX_PITS - 1 {
+            t[mask] |= ((mask >> b & 1) as u64) << (8 * b);
+            b += 1;
+        }
+        mask += 1;
+    }
+    t
+};
+
+/// Whether playing `o` from `parent` captures `captured` seeds, starves no one and
+/// leaves `child` (the debug builds' check of each un-capture).
+fn check(parent: &Board, rules: Rules, o: usize, captured: usize, child: &Board) -> bool {
+    let (pits, c, starved) = play_raw(parent, rules, o);
+    c as usize == captured && !starved && turn(&pits, parent.p as usize) == *child
 }
 
 #[cfg(test)]
