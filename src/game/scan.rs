@@ -165,8 +165,9 @@ fn scan_uncaptures_p<const P: usize>(
         return;
     }
     let captured = n - m;
-    // The board as one word, stepped by `next_word_p`: byte writes read back as words
-    // stall (see there).
+    // The board as one word, stepped by `next_word_p`, so that the un-captures' word
+    // reads of it can stay in registers (with a `Board` stepped by `next_p` instead,
+    // `scan_uncaptures` took about 6 % more samples on levels 0..=17).
     let mut word = u128::from_le_bytes(*index.unrank(m, start).raw());
     let mut ahead: Vec<(u64, i8, u64)> = Vec::with_capacity(64);
     let mut pending: Vec<(u64, i8, u64)> = Vec::with_capacity(64);

@@ -36,11 +36,11 @@ pub fn for_each_uncapture(
 /// [`for_each_uncapture`] with the pits per side, `P`, known at compile time (the
 /// child's).
 ///
-/// Each row is a 64-bit word, one byte a pit: a parent is the chain's 2s and the
-/// sowing taken back by one addition and subtraction a row, the 3s of a filling spread
-/// from a bit mask by a table, with no byte ever borrowing from its neighbour (every pit on the
-/// path holds a seed after sowing). Only the fillings with as many 3s as `captured`
-/// asks are visited.
+/// Each row is a 64-bit word, one byte a pit: a parent is the chain's 2s and the sowing
+/// taken back by one addition and subtraction a row, the 3s of a filling spread from a
+/// bit mask by a table, with no byte ever borrowing from its neighbour (every pit on the
+/// path holds a seed after sowing). Only the fillings with as many 3s as `captured` asks
+/// are visited.
 #[inline(always)]
 pub(crate) fn for_each_uncapture_p<const P: usize>(
     child: &Board,
