@@ -549,8 +549,7 @@ impl Index {
     /// for loops that keep the board in registers.
     #[inline(always)]
     pub(crate) fn next_word_p<const P: usize>(&self, x: &mut u128) -> bool {
-        let mut board = Board::empty(P);
-        *board.raw_mut() = x.to_le_bytes();
+        let mut board = Board::from_word_p::<P>(*x);
         let more = self.next_p::<P>(&mut board);
         *x = u128::from_le_bytes(*board.raw());
         more

@@ -174,8 +174,7 @@ fn scan_uncaptures_p<const P: usize>(
     for (j, &v) in values.iter().enumerate() {
         let x = captured as i8 - v as i8;
         let ci = start + j as u64;
-        let mut board = Board::empty(P);
-        *board.raw_mut() = word.to_le_bytes();
+        let board = Board::from_word_p::<P>(word);
         for_each_uncapture_p::<P>(&board, captured, rules, |parent, stored| {
             if stored {
                 let qi = index.rank_in_p::<P>(parent, n);
