@@ -1,7 +1,7 @@
 //! Un-captures: the predecessors of a position by a capturing move.
 
 use super::moves::play_raw;
-use super::{lanes, turn, zero_bytes, Board, Rules, MAX_PITS};
+use super::{turn, Board, Rules, MAX_PITS};
 
 /// Calls `f(parent, stored)` with every position that reaches `child` by a legal move
 /// capturing `captured` seeds (at least 2), each once, and whether the database stores
@@ -114,7 +114,7 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
             for k in 0..=laps {
                 if k > 0 {
                     // A lap takes a seed from every pit but `o`, all `np - 1` into `o`.
-                    parent = parent - (ONES_BOTH[np] & !(0xff << (8 * o)))
+                    parent = parent - ((ONES[P] as u128 * (1 | 1 << (8 * P))) & !(0xff << (8 * o)))
                         + (((np - 1) as u128) << (8 * o));
                 }
                 let board = Board {
@@ -122,7 +122,7 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
                     p: P as u8,
                 };
                 debug_assert!(check(&board, rules, o, captured, child));
-                let stored = zero_bytes((parent >> (8 * P)) as u64) & lanes::<P>() != 0;
+                let stored = board.opponent_empty_pits_p::<P>() != 0;
                 f(&board, stored);
             }
             if mask == 0 {
@@ -139,17 +139,6 @@ const ONES: [u64; MAX_PITS + 1] = {
     let mut t = [0u64; MAX_PITS + 1];
     let mut k = 1;
     while k <= MAX_PITS {
-        t[k] = t[k - 1] << 8 | 1;
-        k += 1;
-    }
-    t
-};
-
-/// `ONES_BOTH[k]`: a seed in each of the `k` lowest pits of a board.
-const ONES_BOTH: [u128; 2 * MAX_PITS + 1] = {
-    let mut t = [0u128; 2 * MAX_PITS + 1];
-    let mut k = 1;
-    while k <= 2 * MAX_PITS {
         t[k] = t[k - 1] << 8 | 1;
         k += 1;
     }
