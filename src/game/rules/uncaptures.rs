@@ -113,9 +113,11 @@ pub(crate) fn for_each_uncapture_p<const P: usize>(
             };
             for k in 0..=laps {
                 if k > 0 {
-                    // A lap takes a seed from every pit of both rows but `o`, all `np - 1` into `o`.
-                    parent = parent - ((ONES[P] as u128 * (1 | 1 << (8 * P))) & !(0xff << (8 * o)))
-                        + (((np - 1) as u128) << (8 * o));
+                    // A lap takes a seed from every pit of both rows but `o`, all `np - 1`
+                    // into `o`.
+                    let every = ONES[P] as u128 * (1 | 1 << (8 * P));
+                    parent =
+                        parent - (every & !(0xff << (8 * o))) + (((np - 1) as u128) << (8 * o));
                 }
                 let board = Board::from_word_p::<P>(parent);
                 debug_assert!(check(&board, rules, o, captured, child));
