@@ -400,8 +400,10 @@ impl Checkpoint {
     }
 
     /// Reads the threshold map into `map` and the state into `state` (each as long as the
-    /// header says) and checks the payload checksum.
-    pub fn read(&self, map: &mut [u8], state: &mut [u8]) -> Result<()> {
+    /// header says) and checks the payload checksum. The file is closed after: a resumed
+    /// level removes its checkpoint when it saves the next, and an open file would keep
+    /// its disk taken until the level ends.
+    pub fn read(self, map: &mut [u8], state: &mut [u8]) -> Result<()> {
         let io = |e| Error::io(&self.path, e);
         if (map.len() as u64, state.len() as u64) != (self.head.map_bytes, self.head.state_bytes) {
             return Err(Error::format(

@@ -333,8 +333,8 @@ fn resume_level(
             }
         }
         let resumed = match state {
-            StateKind::Fast => level.resume::<Fast>(&checkpoint, warn),
-            StateKind::Compact => level.resume::<Compact>(&checkpoint, warn),
+            StateKind::Fast => level.resume::<Fast>(checkpoint, warn),
+            StateKind::Compact => level.resume::<Compact>(checkpoint, warn),
         };
         match resumed {
             Ok((values, solved)) => {
@@ -476,11 +476,11 @@ impl Level<'_> {
     /// Solves the level from `checkpoint` on, with its state's encoding `E`.
     fn resume<E: Encoding>(
         &self,
-        checkpoint: &Checkpoint,
+        checkpoint: Checkpoint,
         warn: &mut impl FnMut(&str),
     ) -> Result<(HugeBuf, Solved)> {
         let started = Instant::now();
-        let head = &checkpoint.head;
+        let head = checkpoint.head;
         let size = self.index.level_size(self.n);
         let bar = LevelBar::new(self.opts.progress, size * 2, self.n, "resuming");
         let state = State::<E>::load(checkpoint)?;

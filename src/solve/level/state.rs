@@ -320,8 +320,8 @@ impl<E: Encoding> State<E> {
 
     /// The state a checkpoint holds (checked by its payload checksum); its header says
     /// which encoding, and must say this one's.
-    pub(crate) fn load(checkpoint: &Checkpoint) -> Result<State<E>> {
-        let head = &checkpoint.head;
+    pub(crate) fn load(checkpoint: Checkpoint) -> Result<State<E>> {
+        let head = checkpoint.head;
         assert_eq!(head.encoding, E::KIND.code(), "loaded as another encoding");
         let mut state = State::try_new(head.held).map_err(|e| {
             Error::Resources(format!(

@@ -310,8 +310,9 @@ impl Saver<'_> {
             let path = checkpoint_path(dir, n, t, part);
             let c = Checkpoint::open(&path, &self.header(t, 0)).ok()?;
             (c.head.encoding == E::KIND.code()).then_some(())?;
-            let state = State::<E>::load(&c).ok()?;
-            Some((state, c.head.present, t as i8))
+            let present = c.head.present;
+            let state = State::<E>::load(c).ok()?;
+            Some((state, present, t as i8))
         });
         let ok = comm.sum(loaded.is_some() as u64) == comm.size() as u64;
         if !ok || chosen.is_none() {
