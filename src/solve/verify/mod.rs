@@ -20,7 +20,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::db::layout::{build_command, db_dir, level_path, missing_level, present_levels, Expect};
+use crate::db::layout::{build_command, db_dir, missing_level, present_levels, Expect};
 use crate::db::model::Model;
 use crate::db::raw::{Check, RawLevel};
 use crate::db::source::{LevelSource, LowerSources};
@@ -386,9 +386,9 @@ impl std::ops::Deref for Held {
 /// memory of its own (the two bit arrays) instead of 17.8 GB of 24. A packed level is
 /// decompressed into memory.
 fn hold_level(dir: &Path, expect: &Expect, last: usize) -> Result<(Held, Option<String>)> {
-    let raw = level_path(dir, expect.seeds);
-    if raw.exists() {
-        let l = RawLevel::open(&raw, expect, Check::HeaderOnly)?;
+    // Which file stands for the level is `LevelFile::open`'s choice; a packed one is
+    // then read as a source, block by block in parallel.
+    if let Some(LevelFile::Raw(l)) = LevelFile::open(dir, expect, Check::HeaderOnly)? {
         let problem = l.check_checksum().err().map(Error::into_problem);
         return Ok((Held::Mapped(l), problem));
     }
