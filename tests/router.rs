@@ -5,6 +5,7 @@
 
 #![cfg(feature = "serve")]
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -15,18 +16,19 @@ use axum::http::{HeaderName, HeaderValue, Method, Request};
 use proptest::prelude::*;
 use tower::ServiceExt;
 
-/// A small served root, built once: awari-6 levels 0..=8 and oware-4 levels 0..=6, in a
-/// folder whose name no answer may carry.
-fn root() -> &'static tempfile::TempDir {
-    static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
+/// The folder no answer may name.
+const SECRET: &str = "awari-router-secret-db";
+
+/// A small served root: awari-6 levels 0..=8 and oware-4 levels 0..=6, built once and
+/// kept between runs in the target folder (a temporary folder in a static is never
+/// dropped, so it was left in /tmp by every run).
+fn root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let tmp = tempfile::Builder::new()
-            .prefix("awari-router-secret-")
-            .tempdir()
-            .unwrap();
-        crate::common::build_levels(tmp.path(), Rules::Awari, 6, 8);
-        crate::common::build_levels(tmp.path(), Rules::Oware, 4, 6);
-        tmp
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SECRET);
+        crate::common::build_levels(&root, Rules::Awari, 6, 8);
+        crate::common::build_levels(&root, Rules::Oware, 4, 6);
+        root
     })
 }
 
@@ -45,7 +47,7 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 fn app() -> &'static axum::Router {
     static APP: OnceLock<axum::Router> = OnceLock::new();
     APP.get_or_init(|| {
-        let dbs = open_all(root().path()).unwrap();
+        let dbs = open_all(root()).unwrap();
         // Permits to spare and a generous deadline: a 429 or 503 here would be the
         // machine's, not the request's.
         router(AppState::new(dbs, Probes::new(64, Duration::from_secs(60))))
@@ -282,7 +284,7 @@ proptest! {
         });
         let body = String::from_utf8_lossy(&body);
         prop_assert!(!status.is_server_error(), "{uri}: {status} {body}");
-        prop_assert!(!body.contains("awari-router-secret-"), "{uri}: {body}");
+        prop_assert!(!body.contains(SECRET), "{uri}: {body}");
         // Errors are JSON (a HEAD answer has its headers alone).
         if status.is_client_error() && !head {
             let v: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -297,7 +299,7 @@ proptest! {
 #[test]
 fn a_full_server_answers_429_and_still_its_health() {
     let full = {
-        let dbs = open_all(root().path()).unwrap();
+        let dbs = open_all(root()).unwrap();
         router(AppState::new(dbs, Probes::new(0, Duration::from_secs(60))))
     };
     let get = |uri: &str| {
