@@ -16,8 +16,8 @@ use axum::http::{HeaderName, HeaderValue, Method, Request};
 use proptest::prelude::*;
 use tower::ServiceExt;
 
-/// The folder no answer may name.
-const SECRET: &str = "awari-router-secret-db";
+/// The start of the served folder's name, which no answer may carry.
+const SECRET: &str = "awari-router-secret-";
 
 /// A small served root: awari-6 levels 0..=8 and oware-4 levels 0..=6, built once and
 /// kept between runs in the target folder (a temporary folder in a static is never
@@ -25,7 +25,7 @@ const SECRET: &str = "awari-router-secret-db";
 fn root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(SECRET);
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{SECRET}db"));
         crate::common::build_levels(&root, Rules::Awari, 6, 8);
         crate::common::build_levels(&root, Rules::Oware, 4, 6);
         root
