@@ -69,7 +69,13 @@ fn rank_zero_keeps_the_rates_of_the_levels_built() {
         assert_eq!(line.threads, 2 * rayon::current_num_threads());
         assert_eq!(line.state, StateKind::Compact);
         assert_eq!(line.lower, awari::Lower::Stream);
-        assert!(line.forward + line.backward <= line.seconds, "{line:?}");
+        // Each time is written to the millisecond, rounded on its own, and read back as
+        // a float: the parts may add up to a little more than the whole (0.003 + 0.01
+        // is 0.013000000000000001, which failed against 0.013 once).
+        assert!(
+            line.forward + line.backward <= line.seconds + 0.001 + 1e-9,
+            "{line:?}"
+        );
     }
     assert!(rates::read(&dir(1)).unwrap().is_none());
 }
