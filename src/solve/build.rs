@@ -28,8 +28,8 @@ use crate::game::scan::lowest_captured_level;
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
-    backward_pass, forward_pass, forward_stream, Compact, Encoding, Fast, Forwarded, Outcomes,
-    PhaseTimes, Stage, State,
+    backward_pass, forward_pass, forward_stream, Compact, Fast, Forwarded, Outcomes, PhaseTimes,
+    Settle, Stage, State,
 };
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
@@ -413,7 +413,7 @@ struct Level<'a> {
 impl Level<'_> {
     /// Solves the level with the state's encoding `E`, reading the lower levels as `lower`
     /// says: its values (in the state's memory), and what solving it gave.
-    fn solve<E: Encoding>(
+    fn solve<E: Settle>(
         &self,
         hot: &mut Hot,
         done: &LevelStack,
@@ -474,7 +474,7 @@ impl Level<'_> {
     }
 
     /// Solves the level from `checkpoint` on, with its state's encoding `E`.
-    fn resume<E: Encoding>(
+    fn resume<E: Settle>(
         &self,
         checkpoint: Checkpoint,
         warn: &mut impl FnMut(&str),
@@ -502,7 +502,7 @@ impl Level<'_> {
     /// The backward pass from `from` (the level's work began at `started`), saving the
     /// state between thresholds as [`BuildOptions::checkpoint_every`] says: the values,
     /// and what solving gave.
-    fn backward<E: Encoding>(
+    fn backward<E: Settle>(
         &self,
         forwarded: Forwarded<E>,
         bar: &LevelBar,

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::compact::Check;
 use super::forward::Forwarded;
 use super::state::{threshold_bit, Encoding, State, BLOCK};
 use super::PhaseTimes;
@@ -54,7 +53,7 @@ pub(crate) type Boundary<'a, E> = &'a mut dyn FnMut(&mut State<E>, Stage, u64, P
 /// threshold boundary still to come (and before the first, unless resumed) `boundary` is
 /// called.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn backward_pass<E: Encoding>(
+pub(crate) fn backward_pass<E: Settle>(
     rules: Rules,
     index: &Index,
     n: usize,
@@ -112,6 +111,70 @@ pub(crate) fn backward_pass<E: Encoding>(
         }
     }
     Ok((state, times(backward_start)))
+}
+
+/// The backward pass's updates of a state, which depend on what its bytes hold (a count
+/// of moves, or not): implemented by each [`Encoding`] beside its layout.
+pub(crate) trait Settle: Encoding {
+    /// Settles the position at `at` of `back`'s state at value `v` unless it is settled
+    /// already; `seen` is its exit byte as last read, unsettled. Whether this call did.
+    fn settle(back: &Backward<Self>, at: usize, seen: i8, v: i8) -> bool;
+
+    /// Settles a seed of threshold `t` that [`Encoding::seeds`] found, at `at` (index
+    /// `i`), won or (fast) lost; a lost one of the compact state may be lost, and its
+    /// children are checked first. `board` gives its board.
+    fn seed<const P: usize>(
+        back: &Backward<Self>,
+        i: u64,
+        at: usize,
+        won: bool,
+        t: i8,
+        board: impl FnOnce() -> Board,
+        out: &mut Queues,
+    );
+
+    /// Tells position `qi` (held here) that a child of it settled at threshold `t`, won
+    /// or lost for the child's side to move, by its move from pit `o`
+    /// ([`NO_PIT`] if not known); a position this settles goes on the stack with
+    /// its board, and one that may be lost (compact) on the checks.
+    fn update<const P: usize>(
+        back: &Backward<Self>,
+        qi: u64,
+        board: impl FnOnce() -> Board,
+        won: bool,
+        o: u8,
+        t: i8,
+        out: &mut Queues,
+    );
+
+    /// Goes on with a check whose child `c.first` was prefetched a batch ago (compact).
+    fn check<const P: usize>(back: &Backward<Self>, c: &Check, t: i8, out: &mut Queues);
+
+    /// Goes on with another rank's check of position `qi` at its child by `pit`, held here;
+    /// the child by `skip` is known won (compact).
+    fn continue_check<const P: usize>(
+        back: &Backward<Self>,
+        qi: u64,
+        board: Board,
+        pit: u8,
+        skip: u8,
+        t: i8,
+        out: &mut Queues,
+    );
+}
+
+/// A position of the compact state that is lost if all its in-level children are won
+/// (its best exit gives at most `-t`): its byte as read, its board, the pit of a move
+/// whose child is known won ([`NO_PIT`] if none), and the pit and index of the next
+/// child to read, whose cell is being prefetched.
+#[derive(Clone, Copy)]
+pub(crate) struct Check {
+    pub(super) qi: u64,
+    pub(super) code: i8,
+    pub(super) board: Board,
+    pub(super) skip: u8,
+    pub(super) pit: u8,
+    pub(super) first: u64,
 }
 
 /// What the backward pass of one rank's slice tells another rank about a position that
@@ -177,7 +240,7 @@ pub(crate) struct Queues<'w> {
 /// The backward pass over the positions `base..base + state.len()` of level `n`: the
 /// whole level in a single process, one rank's slice over ranks. What concerns a position
 /// outside goes to `remote`.
-pub(crate) struct Backward<'a, E: Encoding> {
+pub(crate) struct Backward<'a, E: Settle> {
     pub(crate) rules: Rules,
     pub(crate) index: &'a Index,
     /// The level: seeds on every board.
@@ -188,7 +251,7 @@ pub(crate) struct Backward<'a, E: Encoding> {
     pub(crate) remote: &'a dyn Remote,
 }
 
-impl<E: Encoding> Backward<'_, E> {
+impl<E: Settle> Backward<'_, E> {
     /// Settles the positions of `range` (indices of the level, held here) that threshold
     /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
     pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
@@ -264,7 +327,7 @@ impl<E: Encoding> Backward<'_, E> {
                 }
             }
             Message::Check { qi, pit, skip } => {
-                E::go_on::<P>(self, qi, index.unrank(n, qi), pit, skip, t, &mut out)
+                E::continue_check::<P>(self, qi, index.unrank(n, qi), pit, skip, t, &mut out)
             }
         }
     }

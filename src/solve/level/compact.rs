@@ -10,7 +10,7 @@ use std::sync::atomic::{
 
 use rayon::prelude::*;
 
-use super::backward::{Backward, Message, Queues, NO_PIT};
+use super::backward::{Backward, Check, Message, Queues, Settle, NO_PIT};
 use super::state::{Encoding, BLOCK};
 use super::StateKind;
 use crate::game::rules::{for_each_stay_p, Board, MAX_PITS};
@@ -55,23 +55,9 @@ const WON: i8 = 65;
 #[derive(Debug)]
 pub(crate) enum Compact {}
 
-/// A position of the compact state that is lost if all its in-level children are won
-/// (its best exit gives at most `-t`): its byte as read, its board, the pit of a move
-/// whose child is known won ([`NO_PIT`] if none), and the pit and index of the next
-/// child to read, whose cell is being prefetched.
-#[derive(Clone, Copy)]
-pub(crate) struct Check {
-    qi: u64,
-    code: i8,
-    board: Board,
-    skip: u8,
-    pit: u8,
-    first: u64,
-}
-
 impl Encoding for Compact {
     const KIND: StateKind = StateKind::Compact;
-    const BYTES: usize = 1;
+    const BYTES: usize = StateKind::Compact.cell_bytes();
     const EXIT: usize = 0;
     const NO_EXIT: i8 = NO_EXIT;
 
@@ -109,7 +95,9 @@ impl Encoding for Compact {
             }
         });
     }
+}
 
+impl Settle for Compact {
     #[inline]
     fn settle(back: &Backward<Compact>, at: usize, seen: i8, v: i8) -> bool {
         // The byte of an unsettled position changes when it is settled, and (no exit) when
@@ -208,7 +196,7 @@ impl Encoding for Compact {
         }
     }
 
-    fn go_on<const P: usize>(
+    fn continue_check<const P: usize>(
         back: &Backward<Compact>,
         qi: u64,
         board: Board,

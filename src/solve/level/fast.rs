@@ -5,8 +5,7 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use rayon::prelude::*;
 
-use super::backward::{Backward, Queues};
-use super::compact::Check;
+use super::backward::{Backward, Check, Queues, Settle};
 use super::state::{Encoding, BLOCK};
 use super::StateKind;
 use crate::game::rules::Board;
@@ -42,7 +41,7 @@ fn settle_cells(cells: &[AtomicU8], v: i8) -> bool {
 
 impl Encoding for Fast {
     const KIND: StateKind = StateKind::Fast;
-    const BYTES: usize = 2;
+    const BYTES: usize = StateKind::Fast.cell_bytes();
     const EXIT: usize = 1;
     const NO_EXIT: i8 = NO_EXIT;
 
@@ -87,7 +86,9 @@ impl Encoding for Fast {
             a = b;
         }
     }
+}
 
+impl Settle for Fast {
     #[inline]
     fn settle(back: &Backward<Fast>, at: usize, _seen: i8, v: i8) -> bool {
         settle_cells(back.state.cells(at), v)
@@ -157,7 +158,7 @@ impl Encoding for Fast {
         unreachable!("the fast state counts moves and queues no check")
     }
 
-    fn go_on<const P: usize>(
+    fn continue_check<const P: usize>(
         _: &Backward<Fast>,
         _: u64,
         _: Board,

@@ -6,7 +6,7 @@
 //! The files, in the order a level is solved:
 //!
 //! - [`cells`]: the state's memory, one owner that threads update through atomics;
-//! - [`state`]: a level's solver state over those cells, and the [`Encoding`] of a
+//! - [`state`]: a level's solver state over those cells, and the [`Encoding`](state::Encoding) of a
 //!   position in them, one of two:
 //!   - [`fast`]: two bytes per position side by side, a *count* byte (the settled mark and
 //!     the number of in-level moves not yet known to reach a child worth `>= t`, kept only
@@ -37,14 +37,14 @@ mod state;
 
 use rayon::prelude::*;
 
-pub(crate) use backward::{backward_pass, Backward, Message, Remote, Stage, Work, NO_PIT};
+pub(crate) use backward::{backward_pass, Backward, Message, Remote, Settle, Stage, Work, NO_PIT};
 pub(crate) use compact::Compact;
 pub use compact::COMPACT_MAX_SEEDS;
 pub(crate) use fast::Fast;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
 pub(crate) use forward::{forward_pass, forward_stream, Forwarded};
-pub(crate) use state::{threshold_bit, Encoding, State};
+pub(crate) use state::{threshold_bit, State};
 
 /// The solver state a level is built with (DESIGN.md section 5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,11 +60,16 @@ pub enum StateKind {
 impl StateKind {
     /// Bytes of memory the state of `positions` positions takes.
     pub fn bytes(self, positions: u64) -> u64 {
-        let per = match self {
-            StateKind::Fast => Fast::BYTES,
-            StateKind::Compact => Compact::BYTES,
-        } as u64;
-        per * positions + positions.div_ceil(64) * 8
+        self.cell_bytes() as u64 * positions + positions.div_ceil(64) * 8
+    }
+
+    /// Bytes per position of the state's cells, besides the threshold map's bit: each
+    /// encoding's `Encoding::BYTES` is this.
+    pub(crate) const fn cell_bytes(self) -> usize {
+        match self {
+            StateKind::Fast => 2,
+            StateKind::Compact => 1,
+        }
     }
 
     /// The name used on the command line (`fast`, `compact`).

@@ -10,15 +10,13 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use rayon::prelude::*;
 
-use super::backward::{Backward, Queues};
 use super::cells::Cells;
-use super::compact::Check;
 use super::StateKind;
 use crate::db::checkpoint::{write_checkpoint, Checkpoint, CheckpointHeader};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::pits::with_pits;
-use crate::game::rules::{exits_p, Board, Exits, Rules};
+use crate::game::rules::{exits_p, Exits, Rules};
 use crate::game::scan::NO_EXIT;
 use crate::util::{HugeBuf, CHUNK};
 
@@ -26,10 +24,10 @@ use crate::util::{HugeBuf, CHUNK};
 /// position.
 pub(crate) const BLOCK: usize = 64;
 
-/// How a state holds a position: its bytes, how a seed is found among them, how they
-/// become the level's values, and the backward pass's updates, which depend on what the
-/// bytes hold (a count of moves or not). Two types: [`super::Fast`] and
-/// [`super::Compact`].
+/// How a state holds a position: its bytes, how a seed is found among them, and how they
+/// become the level's values. Two types: [`super::Fast`] and [`super::Compact`]; each
+/// also implements the backward pass's updates (`backward::Settle`), which depend on what
+/// the bytes hold (a count of moves or not).
 pub(crate) trait Encoding: Sized + Send + Sync + 'static {
     /// Which state this is.
     const KIND: StateKind;
@@ -57,52 +55,6 @@ pub(crate) trait Encoding: Sized + Send + Sync + 'static {
     /// Turns `bytes`, the state of `len` positions, into their values (the settled value,
     /// or 0 for a draw if never settled) in its first `len` bytes, in parallel.
     fn finish(bytes: &mut [u8], len: usize);
-
-    /// Settles the position at `at` of `back`'s state at value `v` unless it is settled
-    /// already; `seen` is its exit byte as last read, unsettled. Whether this call did.
-    fn settle(back: &Backward<Self>, at: usize, seen: i8, v: i8) -> bool;
-
-    /// Settles a seed of threshold `t` that [`Encoding::seeds`] found, at `at` (index
-    /// `i`), won or (fast) lost; a lost one of the compact state may be lost, and its
-    /// children are checked first. `board` gives its board.
-    fn seed<const P: usize>(
-        back: &Backward<Self>,
-        i: u64,
-        at: usize,
-        won: bool,
-        t: i8,
-        board: impl FnOnce() -> Board,
-        out: &mut Queues,
-    );
-
-    /// Tells position `qi` (held here) that a child of it settled at threshold `t`, won
-    /// or lost for the child's side to move, by its move from pit `o`
-    /// ([`super::NO_PIT`] if not known); a position this settles goes on the stack with
-    /// its board, and one that may be lost (compact) on the checks.
-    fn update<const P: usize>(
-        back: &Backward<Self>,
-        qi: u64,
-        board: impl FnOnce() -> Board,
-        won: bool,
-        o: u8,
-        t: i8,
-        out: &mut Queues,
-    );
-
-    /// Goes on with a check whose child `c.first` was prefetched a batch ago (compact).
-    fn check<const P: usize>(back: &Backward<Self>, c: &Check, t: i8, out: &mut Queues);
-
-    /// Goes on with another rank's check of position `qi` at its child by `pit`, held here;
-    /// the child by `skip` is known won (compact).
-    fn go_on<const P: usize>(
-        back: &Backward<Self>,
-        qi: u64,
-        board: Board,
-        pit: u8,
-        skip: u8,
-        t: i8,
-        out: &mut Queues,
-    );
 }
 
 /// The bit of threshold `t >= 1` in a threshold map; thresholds from 64 up share bit 0.

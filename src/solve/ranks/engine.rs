@@ -20,8 +20,8 @@ use crate::game::rules::Rules;
 use crate::game::scan::{lowest_captured_level, scan_uncaptures};
 use crate::solve::build::{no_room, not_written, one_at_a_time};
 use crate::solve::level::{
-    threshold_bit, Backward, Compact, Encoding, Fast, Message, PhaseTimes, Remote, State,
-    StateKind, Work, COMPACT_MAX_SEEDS,
+    threshold_bit, Backward, Compact, Fast, Message, PhaseTimes, Remote, Settle, State, StateKind,
+    Work, COMPACT_MAX_SEEDS,
 };
 use crate::solve::ranks::message;
 use crate::solve::ranks::Comm;
@@ -113,7 +113,7 @@ pub(crate) fn solve_slice_saved<M: Comm, T>(
 }
 
 /// [`solve_slice_saved`] with the state's encoding `E`.
-fn solve_with<E: Encoding, M: Comm, T>(
+fn solve_with<E: Settle, M: Comm, T>(
     comm: &M,
     rules: Rules,
     index: &Index,
@@ -229,7 +229,7 @@ impl Saver<'_> {
     /// only, that rank removes its older ones first (as the single process does, DESIGN.md
     /// section 5.5). Once every rank's is whole, the ones before go; if any rank could not
     /// write its own, the new ones go instead. Whether the interval starts again.
-    fn save<E: Encoding, M: Comm>(
+    fn save<E: Settle, M: Comm>(
         &self,
         comm: &M,
         state: &mut State<E>,
@@ -292,7 +292,7 @@ impl Saver<'_> {
     /// The state at the furthest threshold every rank has a good checkpoint of, with its
     /// thresholds present and that threshold; `None` (and no checkpoint of the level left)
     /// if there is none. Every rank calls it and gets the same answer.
-    fn resume<E: Encoding, M: Comm>(&self, comm: &M) -> Option<(State<E>, u64, i8)> {
+    fn resume<E: Settle, M: Comm>(&self, comm: &M) -> Option<(State<E>, u64, i8)> {
         let (dir, n, part) = (self.c.dir, self.n, self.part);
         let found = list_checkpoints(dir, n, part).unwrap_or_default();
         let mut held = 0u64;
@@ -332,7 +332,7 @@ impl Saver<'_> {
 /// exit of those held here at once and sending the others to their owners (8 bytes each:
 /// the index, and the value in the top byte), one message per destination and round. The
 /// rounds are the same on every rank: every rank knows every slice.
-fn forward<E: Encoding, M: Comm>(
+fn forward<E: Settle, M: Comm>(
     comm: &M,
     rules: Rules,
     index: &Index,
@@ -415,7 +415,7 @@ fn forward<E: Encoding, M: Comm>(
 
 /// The backward pass of threshold `t` over this rank's slice, in rounds until no rank
 /// has anything left to send.
-fn threshold<E: Encoding, M: Comm>(comm: &M, back: &Backward<E>, mine: &Range<u64>, t: i8) {
+fn threshold<E: Settle, M: Comm>(comm: &M, back: &Backward<E>, mine: &Range<u64>, t: i8) {
     let ranks = comm.size();
     let segments = largest_slice(back.index.level_size(back.n), ranks).div_ceil(SEGMENT);
     // The outboxes of the round, filled by the tasks as they end.
@@ -479,7 +479,7 @@ impl Remote for Ranks {
 /// Applies the messages other ranks sent (words of [`message`]), and everything they
 /// settle here in turn, a batch at a time: the cells of a batch's positions are
 /// prefetched before any is read. Returns the positions handled.
-fn apply<E: Encoding>(back: &Backward<E>, t: i8, messages: &[u8], work: &mut Work) -> u64 {
+fn apply<E: Settle>(back: &Backward<E>, t: i8, messages: &[u8], work: &mut Work) -> u64 {
     let mut settled = 0;
     for batch in messages.chunks(8 * BATCH) {
         for m in message::words(batch).map(message::decode) {
