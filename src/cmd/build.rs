@@ -119,7 +119,7 @@ fn way_said(r: &LevelReport) -> String {
         return "-".into();
     };
     let mut said = match r.resumed {
-        Some(t) => format!("{}, resumed at threshold {t}", way.state.name()),
+        Some(t) => format!("{}, resumed at {t}", way.state.name()),
         None => way.to_string(),
     };
     if r.checkpoints > 0 {
@@ -387,7 +387,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
 fn slice_said(r: &awari::expert::ranks::SliceReport) -> String {
     let mut said = r.state.map_or("-", StateKind::name).to_string();
     if let Some(t) = r.resumed {
-        said += &format!(", resumed at threshold {t}");
+        said += &format!(", resumed at {t}");
     }
     if r.checkpoints > 0 {
         said += &format!(", {} checkpoint(s)", r.checkpoints);

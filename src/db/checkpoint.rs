@@ -86,6 +86,11 @@ pub struct CheckpointHeader {
     pub encoding: u8,
     /// The next threshold to run: every threshold above it is done.
     pub next: u8,
+    /// How far threshold `next` has gone: its seeds are settled, and everything they
+    /// settle, in the first `segment << segment_shift` positions held (0: not begun).
+    pub segment: u32,
+    /// The log2 of the positions of a segment (0 when `segment` is 0).
+    pub segment_shift: u8,
     /// The thresholds at which a position held may seed (the threshold map's union).
     pub present: u64,
     /// The forward pass's wall time, nanoseconds.
@@ -127,6 +132,8 @@ impl CheckpointHeader {
             held: held.end - held.start,
             encoding: 0,
             next: 0,
+            segment: 0,
+            segment_shift: 0,
             present: 0,
             forward_ns: 0,
             backward_ns: 0,
@@ -150,6 +157,8 @@ impl CheckpointHeader {
         level.encode_fields(&mut h, MAGIC, VERSION);
         h[40] = self.encoding;
         h[41] = self.next;
+        h[42] = self.segment_shift;
+        h[52..56].copy_from_slice(&self.segment.to_le_bytes());
         h[44..48].copy_from_slice(&(self.part.rank as u32).to_le_bytes());
         h[48..52].copy_from_slice(&(self.part.ranks as u32).to_le_bytes());
         for (at, x) in [
@@ -188,6 +197,8 @@ impl CheckpointHeader {
             held: u64_at(64),
             encoding: h[40],
             next: h[41],
+            segment: u32_at(52) as u32,
+            segment_shift: h[42],
             present: u64_at(72),
             forward_ns: u64_at(80),
             backward_ns: u64_at(88),
@@ -204,6 +215,16 @@ impl CheckpointHeader {
             return bad(format!(
                 "threshold {} out of range for level {}",
                 head.next, head.seeds
+            ));
+        }
+        // A rank's segments are counted over the largest slice, which may pass its own.
+        if head.segment_shift >= 64
+            || (head.segment as u128) << head.segment_shift
+                > head.positions as u128 + (1u128 << head.segment_shift)
+        {
+            return bad(format!(
+                "segment {} of 2^{} positions out of range for {} positions held",
+                head.segment, head.segment_shift, head.held
             ));
         }
         if head.part.ranks == 0 || head.part.rank >= head.part.ranks {
@@ -228,19 +249,92 @@ impl CheckpointHeader {
     }
 }
 
-/// The file of the checkpoint of level `n` whose next threshold is `next`.
-pub fn checkpoint_path(dir: &Path, n: usize, next: u8, part: Part) -> PathBuf {
-    if part == Part::WHOLE {
-        dir.join(format!("level-{n:03}.t{next:02}.awc"))
-    } else {
-        let Part { rank, ranks } = part;
-        dir.join(format!("level-{n:03}.t{next:02}.{rank}of{ranks}.awc"))
+/// Where a checkpoint stands in its level's backward pass: the next threshold to run, and
+/// the segments of it done (section 5.5). Ordered from the furthest on: a lower threshold,
+/// then more segments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CheckpointAt {
+    /// The next threshold to run: every threshold above it is done.
+    pub next: u8,
+    /// Segments of threshold `next` done.
+    pub segment: u32,
+}
+
+impl CheckpointAt {
+    /// The start of threshold `next`.
+    pub fn threshold(next: u8) -> CheckpointAt {
+        CheckpointAt { next, segment: 0 }
+    }
+
+    /// Whether `self` is further on in the level than `other`.
+    pub fn beyond(self, other: CheckpointAt) -> bool {
+        self < other
     }
 }
 
-/// The checkpoints of level `n` of `part` in `dir`: each one's next threshold and file,
-/// the furthest on (lowest threshold) first. Temporary files left by a kill are removed.
-pub fn list_checkpoints(dir: &Path, n: usize, part: Part) -> Result<Vec<(u8, PathBuf)>> {
+impl Ord for CheckpointAt {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // The furthest on first: the backward pass runs thresholds downwards and segments
+        // upwards.
+        (self.next, std::cmp::Reverse(self.segment))
+            .cmp(&(other.next, std::cmp::Reverse(other.segment)))
+    }
+}
+
+impl PartialOrd for CheckpointAt {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for CheckpointAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "threshold {}", self.next)?;
+        if self.segment > 0 {
+            write!(f, ", segment {}", self.segment)?;
+        }
+        Ok(())
+    }
+}
+
+/// The file of the checkpoint of level `n` at `at`: `level-NNN.tTT.awc` at a threshold's
+/// start, `level-NNN.tTT.sK.awc` after `K` of its segments; over ranks, the rank's part
+/// before `.awc`.
+pub fn checkpoint_path(dir: &Path, n: usize, at: CheckpointAt, part: Part) -> PathBuf {
+    let next = at.next;
+    let segment = match at.segment {
+        0 => String::new(),
+        k => format!(".s{k}"),
+    };
+    if part == Part::WHOLE {
+        dir.join(format!("level-{n:03}.t{next:02}{segment}.awc"))
+    } else {
+        let Part { rank, ranks } = part;
+        dir.join(format!(
+            "level-{n:03}.t{next:02}{segment}.{rank}of{ranks}.awc"
+        ))
+    }
+}
+
+/// Where the checkpoint named `name` of level `n` stands, if the name is one of
+/// [`checkpoint_path`]'s (of any part).
+fn parse_name(name: &str, n: usize) -> Option<CheckpointAt> {
+    let rest = name.strip_prefix(&format!("level-{n:03}.t"))?;
+    let next = rest.get(..2)?.parse::<u8>().ok()?;
+    let rest = &rest[2..];
+    let segment = match rest.strip_prefix(".s") {
+        Some(r) => {
+            let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+            r[..digits].parse::<u32>().ok().filter(|&k| k > 0)?
+        }
+        None => 0,
+    };
+    Some(CheckpointAt { next, segment })
+}
+
+/// The checkpoints of level `n` of `part` in `dir`: where each stands and its file, the
+/// furthest on first. Temporary files left by a kill are removed.
+pub fn list_checkpoints(dir: &Path, n: usize, part: Part) -> Result<Vec<(CheckpointAt, PathBuf)>> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -251,16 +345,12 @@ pub fn list_checkpoints(dir: &Path, n: usize, part: Part) -> Result<Vec<(u8, Pat
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let prefix = format!("level-{n:03}.t");
-        let Some(rest) = name.strip_prefix(&prefix) else {
+        let Some(at) = parse_name(name, n) else {
             continue;
         };
-        let Some(next) = rest.get(..2).and_then(|t| t.parse::<u8>().ok()) else {
-            continue;
-        };
-        let path = checkpoint_path(dir, n, next, part);
+        let path = checkpoint_path(dir, n, at, part);
         if path.file_name() == Some(entry.file_name().as_os_str()) {
-            found.push((next, path));
+            found.push((at, path));
         } else if name.ends_with(".awc.tmp")
             && path.with_extension("awc.tmp").file_name() == Some(entry.file_name().as_os_str())
         {
@@ -294,7 +384,7 @@ pub fn checkpoint_need(state: u64, held: u64) -> u64 {
 
 /// The room under `dir` for a checkpoint that, with the level's file, needs `need` bytes,
 /// the checkpoints `older` (as [`list_checkpoints`] gives them) being there.
-pub fn checkpoint_room(dir: &Path, older: &[(u8, PathBuf)], need: u64) -> CheckpointRoom {
+pub fn checkpoint_room(dir: &Path, older: &[(CheckpointAt, PathBuf)], need: u64) -> CheckpointRoom {
     let Some(free) = disk_available(dir).filter(|&f| f < need) else {
         return CheckpointRoom::Beside;
     };
@@ -449,6 +539,8 @@ mod tests {
             held: 1000,
             encoding: 2,
             next: 7,
+            segment: 0,
+            segment_shift: 0,
             present: 0b1010_0110,
             forward_ns: 123,
             backward_ns: 456,
@@ -467,7 +559,7 @@ mod tests {
         for next in [9, 7] {
             let h = CheckpointHeader { next, ..head() };
             write_checkpoint(
-                &checkpoint_path(dir.path(), 20, next, Part::WHOLE),
+                &checkpoint_path(dir.path(), 20, CheckpointAt::threshold(next), Part::WHOLE),
                 h,
                 &map,
                 &state,
@@ -476,7 +568,7 @@ mod tests {
         }
         // Another level's, another rank's, and a temporary file left by a kill.
         write_checkpoint(
-            &checkpoint_path(dir.path(), 21, 3, Part::WHOLE),
+            &checkpoint_path(dir.path(), 21, CheckpointAt::threshold(3), Part::WHOLE),
             head(),
             &map,
             &state,
@@ -484,17 +576,48 @@ mod tests {
         .unwrap();
         let other = Part { rank: 1, ranks: 2 };
         write_checkpoint(
-            &checkpoint_path(dir.path(), 20, 5, other),
+            &checkpoint_path(dir.path(), 20, CheckpointAt::threshold(5), other),
             head(),
             &map,
             &state,
         )
         .unwrap();
+        // Two of threshold 9 after some of its segments: further on than its start, and
+        // than fewer segments.
+        for segment in [2, 12] {
+            let at = CheckpointAt { next: 9, segment };
+            let h = CheckpointHeader {
+                next: 9,
+                segment,
+                segment_shift: 6,
+                ..head()
+            };
+            let path = checkpoint_path(dir.path(), 20, at, Part::WHOLE);
+            write_checkpoint(&path, h, &map, &state).unwrap();
+            let back = Checkpoint::open(&path, &head()).unwrap().head;
+            assert_eq!((back.segment, back.segment_shift), (segment, 6));
+        }
+        assert!(checkpoint_path(
+            dir.path(),
+            20,
+            CheckpointAt {
+                next: 9,
+                segment: 12
+            },
+            other
+        )
+        .ends_with("level-020.t09.s12.1of2.awc"));
         let tmp = dir.path().join("level-020.t05.awc.tmp");
         fs::write(&tmp, b"half").unwrap();
         let listed = list_checkpoints(dir.path(), 20, Part::WHOLE).unwrap();
-        let nexts: Vec<u8> = listed.iter().map(|(t, _)| *t).collect();
-        assert_eq!(nexts, [7, 9]);
+        let at: Vec<(u8, u32)> = listed.iter().map(|(t, _)| (t.next, t.segment)).collect();
+        assert_eq!(at, [(7, 0), (9, 12), (9, 2), (9, 0)]);
+        assert!(listed[1].1.ends_with("level-020.t09.s12.awc"));
+        assert!(CheckpointAt {
+            next: 9,
+            segment: 12
+        }
+        .beyond(CheckpointAt::threshold(9)));
         assert!(!tmp.exists());
         let c = Checkpoint::open(&listed[0].1, &head()).unwrap();
         assert_eq!(c.head.next, 7);
@@ -513,7 +636,7 @@ mod tests {
     #[test]
     fn damaged_truncated_and_foreign_checkpoints_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let path = checkpoint_path(dir.path(), 20, 7, Part::WHOLE);
+        let path = checkpoint_path(dir.path(), 20, CheckpointAt::threshold(7), Part::WHOLE);
         let state = vec![3u8; 1000];
         write_checkpoint(&path, head(), &[1; 16], &state).unwrap();
         let good = fs::read(&path).unwrap();

@@ -6,14 +6,12 @@
 //! same file. By default the build picks, per level, the fastest way that fits the
 //! memory available (see [`crate::solve::plan::way`]).
 
-use std::fs::{self, File};
-use std::path::Path;
-use std::time::{Duration, Instant, SystemTime};
+use std::cell::RefCell;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use crate::db::checkpoint::{
-    checkpoint_need, checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints,
-    Checkpoint, CheckpointHeader, CheckpointRoom, Part,
-};
+use crate::db::checkpoint::{list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt, Part};
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::model::Model;
@@ -25,17 +23,19 @@ use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::lowest_captured_level;
+use crate::solve::checkpoints::Checkpoints;
+use crate::solve::comm::Solo;
 #[cfg(test)]
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
-    backward_pass, forward_pass, forward_stream, Compact, Fast, Forwarded, Outcomes, PhaseTimes,
-    Settle, Stage, State,
+    backward_pass, forward_pass, forward_stream, Compact, Fast, Forwarded, Outcomes, Partition,
+    PhaseTimes, Settle, Stage, SEGMENT_SHIFT,
 };
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
 use crate::solve::rates;
-use crate::util::{bytes, clock_utc, cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
+use crate::util::{cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -61,9 +61,9 @@ pub struct LevelReport {
     /// The state and the reading of the lower levels the level was built with (`None`
     /// when kept).
     pub way: Option<Way>,
-    /// The threshold the level resumed at from a checkpoint an earlier build left
-    /// (`None`: built from its start, or kept).
-    pub resumed: Option<u8>,
+    /// Where the level resumed from a checkpoint an earlier build left (`None`: built
+    /// from its start, or kept).
+    pub resumed: Option<CheckpointAt>,
     /// Checkpoints written while building it.
     pub checkpoints: u32,
     /// CPU time of the process's threads on the level, where the OS says (0 when kept):
@@ -79,8 +79,10 @@ pub struct LevelReport {
 pub fn build(
     opts: &BuildOptions,
     mut report: impl FnMut(&LevelReport),
-    mut warn: impl FnMut(&str),
+    warn: impl FnMut(&str),
 ) -> Result<Vec<LevelReport>> {
+    let warn = RefCell::new(warn);
+    let warn = |line: &str| (warn.borrow_mut())(line);
     let index = opts.checked_index()?;
     let dir = db_dir(&opts.root, opts.rules, opts.pits);
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -97,60 +99,21 @@ pub fn build(
     // so a database that has one keeps the finished levels here as before (raw ones
     // mapped, packed ones decompressed); any other reads them from their files.
     let exits = has_exit_model(&dir);
-    let mut done = LevelStack::new(&dir, opts.rules, opts.pits, exits)?;
-    // The lower levels a random forward pass reads, in memory.
-    let mut hot = Hot::default();
+    let mut builder = Builder {
+        opts,
+        done: LevelStack::new(&dir, opts.rules, opts.pits, exits)?,
+        index,
+        dir,
+        lower: LowerInMemory::default(),
+        warn: &warn,
+    };
     let mut reports = Vec::new();
     for n in 0..=opts.max_seeds {
-        let want = Expect::level(opts.rules, &index, n);
-        let kept = if opts.force {
-            // A forced build starts every level afresh.
-            remove_checkpoints(&dir, n, Part::WHOLE)?;
-            Ok(None)
-        } else {
-            keep_level(&dir, &want, &mut done, exits)
-        };
-        let r = match kept {
-            Ok(Some(stats)) => {
-                // Left by a build stopped after writing the level.
-                remove_checkpoints(&dir, n, Part::WHOLE)?;
-                LevelReport {
-                    seeds: n,
-                    skipped: true,
-                    seconds: 0.0,
-                    phases: PhaseTimes::default(),
-                    stats,
-                    peak_rss: peak_rss(),
-                    way: None,
-                    resumed: None,
-                    checkpoints: 0,
-                    cpu_seconds: Some(0.0),
-                }
-            }
-            kept => {
-                if let Err(e) = kept {
-                    warn(&format!("rebuilding level {n}: {}", e.one_line()));
-                }
-                let (t0, cpu) = (Instant::now(), cpu_seconds());
-                let solved = build_level(opts, &index, n, &dir, &mut hot, &mut done, &mut warn)?;
-                LevelReport {
-                    seeds: n,
-                    skipped: false,
-                    seconds: t0.elapsed().as_secs_f64(),
-                    phases: solved.phases,
-                    stats: solved.stats,
-                    peak_rss: peak_rss(),
-                    way: Some(solved.way),
-                    resumed: solved.resumed,
-                    checkpoints: solved.checkpoints,
-                    cpu_seconds: cpu.zip(cpu_seconds()).map(|(a, b)| b - a),
-                }
-            }
-        };
+        let r = builder.level(n, exits)?;
         report(&r);
         // What `awari plan` extrapolates from; a level is no worse for a lost line.
         if let Some(rate) = rate_of(&r) {
-            if let Err(e) = rates::append(&dir, &rate) {
+            if let Err(e) = rates::append(&builder.dir, &rate) {
                 warn(&format!("level {n}'s rate not recorded: {}", e.one_line()));
             }
         }
@@ -192,240 +155,242 @@ struct Solved {
     phases: PhaseTimes,
     stats: Outcomes,
     way: Way,
-    resumed: Option<u8>,
+    resumed: Option<CheckpointAt>,
     checkpoints: u32,
 }
 
-/// Builds level `n` into `dir` and checks what it wrote: from the last checkpoint an
-/// earlier build left of it if there is a good one, else from its start.
-fn build_level(
-    opts: &BuildOptions,
-    index: &Index,
-    n: usize,
-    dir: &Path,
-    hot: &mut Hot,
-    done: &mut LevelStack,
-    warn: &mut impl FnMut(&str),
-) -> Result<Solved> {
-    if let Some((solved, values)) = resume_level(opts, index, n, dir, hot, done, warn)? {
-        finish_level(opts, index, n, dir, hot, done, values, false, warn)?;
-        return Ok(solved);
-    }
-    let size = index.level_size(n);
-    let p = index.pits_per_side();
-    let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
-    let lower_bytes: u64 = reach.clone().map(|m| index.level_size(m)).sum();
-    let held = hot.held(&reach);
-    let free = memory_available().map(|f| f + held);
-    let fit = Fit {
-        seeds: n,
-        positions: size,
-        lower_bytes,
-        free,
-    };
-    let way = way(&opts.ask(), &fit);
-    let Way { state, lower } = way;
-    let spill = lower == Lower::Random && state.bytes(size) >= opts.spill_from;
-    match lower {
-        // A stream holds no lower level.
-        Lower::Stream => {
-            hot.release();
-            done.release();
-        }
-        // The forward pass reads levels up to n - 2 and the backward pass none, so a
-        // spilled state lets level n - 1 go now rather than after the forward pass
-        // (DESIGN.md section 5.2): its memory is not held beside the lower levels.
-        Lower::Random if spill => hot.let_go(n.saturating_sub(1)),
-        Lower::Random => {}
-    }
-    if opts.check {
-        let room = Room {
-            lower: if lower == Lower::Random {
-                lower_bytes
-            } else {
-                0
-            },
-            held: if lower == Lower::Random { held } else { 0 },
-        };
-        check_level_fits(dir, n, size, state, spill, opts.pack, room)?;
-    }
-    if lower == Lower::Random {
-        hot.fill(n, index, dir, opts.rules, done)?;
-    }
-    let level = Level {
-        opts,
-        index,
-        n,
-        dir,
-    };
-    let (values, solved) = match state {
-        StateKind::Fast => level.solve::<Fast>(hot, done, lower, spill, warn)?,
-        StateKind::Compact => level.solve::<Compact>(hot, done, lower, spill, warn)?,
-    };
-    let solved = Solved { way, ..solved };
-    let random = lower == Lower::Random;
-    finish_level(opts, index, n, dir, hot, done, values, random, warn)?;
-    Ok(solved)
+/// A build in one process: its options and folder, and what it holds between levels.
+struct Builder<'a> {
+    opts: &'a BuildOptions,
+    index: Index,
+    dir: PathBuf,
+    /// The lower levels a random forward pass reads.
+    lower: LowerInMemory,
+    /// The finished levels a level packed with the exit model needs (none otherwise).
+    done: LevelStack,
+    warn: &'a dyn Fn(&str),
 }
 
-/// Level `n` resumed from the furthest checkpoint of it in `dir` that is good, if any:
-/// what solving it gave, and its values. A checkpoint that is damaged, truncated, of
-/// another database, or of another state than `--state` asks is refused (`warn` says
-/// why) and removed; one whose state does not fit the memory now is left for later.
-fn resume_level(
-    opts: &BuildOptions,
-    index: &Index,
-    n: usize,
-    dir: &Path,
-    hot: &mut Hot,
-    done: &mut LevelStack,
-    warn: &mut impl FnMut(&str),
-) -> Result<Option<(Solved, HugeBuf)>> {
-    let found = list_checkpoints(dir, n, Part::WHOLE)?;
-    if found.is_empty() {
-        return Ok(None);
-    }
-    let size = index.level_size(n);
-    let level = Level {
-        opts,
-        index,
-        n,
-        dir,
-    };
-    let want = level.header(0, PhaseTimes::default());
-    for (_, path) in found {
-        let refuse = |why: String, warn: &mut dyn FnMut(&str)| -> Result<()> {
-            warn(&format!(
-                "level {n}: checkpoint {} refused ({why}); the level starts afresh",
-                path.display()
-            ));
-            fs::remove_file(&path).map_err(|e| Error::io(&path, e))
+impl Builder<'_> {
+    /// Level `n`: kept if complete and valid (unless forced), else built; its report.
+    fn level(&mut self, n: usize, exits: bool) -> Result<LevelReport> {
+        let (opts, dir) = (self.opts, &self.dir);
+        let want = Expect::level(opts.rules, &self.index, n);
+        let kept = if opts.force {
+            // A forced build starts every level afresh.
+            remove_checkpoints(dir, n, Part::WHOLE)?;
+            Ok(None)
+        } else {
+            keep_level(dir, &want, &mut self.done, exits)
         };
-        let checkpoint = match Checkpoint::open(&path, &want) {
-            Ok(c) => c,
-            Err(e) => {
-                refuse(e.one_line(), warn)?;
-                continue;
+        if let Ok(Some(stats)) = kept {
+            // Left by a build stopped after writing the level.
+            remove_checkpoints(dir, n, Part::WHOLE)?;
+            return Ok(LevelReport {
+                seeds: n,
+                skipped: true,
+                seconds: 0.0,
+                phases: PhaseTimes::default(),
+                stats,
+                peak_rss: peak_rss(),
+                way: None,
+                resumed: None,
+                checkpoints: 0,
+                cpu_seconds: Some(0.0),
+            });
+        }
+        if let Err(e) = kept {
+            (self.warn)(&format!("rebuilding level {n}: {}", e.one_line()));
+        }
+        let (t0, cpu) = (Instant::now(), cpu_seconds());
+        let solved = self.build_level(n)?;
+        Ok(LevelReport {
+            seeds: n,
+            skipped: false,
+            seconds: t0.elapsed().as_secs_f64(),
+            phases: solved.phases,
+            stats: solved.stats,
+            peak_rss: peak_rss(),
+            way: Some(solved.way),
+            resumed: solved.resumed,
+            checkpoints: solved.checkpoints,
+            cpu_seconds: cpu.zip(cpu_seconds()).map(|(a, b)| b - a),
+        })
+    }
+
+    /// The checkpoints of level `n`, as this build writes and takes them up.
+    fn checkpoints<'c>(&'c self, n: usize, bar: Option<&'c LevelBar>) -> Checkpoints<'c, Solo> {
+        let size = self.index.level_size(n);
+        Checkpoints {
+            comm: &Solo,
+            dir: &self.dir,
+            rules: self.opts.rules,
+            pits: self.opts.pits,
+            n,
+            size,
+            mine: 0..size,
+            every: self.opts.checkpoint_every,
+            warn: self.warn,
+            progress: bar,
+            last: Instant::now(),
+            written: 0,
+            resumed: None,
+            replacing: false,
+        }
+    }
+
+    /// Builds level `n` into the folder and checks what it wrote: from the furthest
+    /// checkpoint an earlier build left of it if there is a good one, else from its start.
+    fn build_level(&mut self, n: usize) -> Result<Solved> {
+        if let Some((solved, values)) = self.resume_level(n)? {
+            self.finish_level(n, values, false)?;
+            return Ok(solved);
+        }
+        let (opts, index) = (self.opts, &self.index);
+        let size = index.level_size(n);
+        let p = index.pits_per_side();
+        let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
+        let lower_bytes: u64 = reach.clone().map(|m| index.level_size(m)).sum();
+        let held = self.lower.held(&reach);
+        let free = memory_available().map(|f| f + held);
+        let fit = Fit {
+            seeds: n,
+            positions: size,
+            lower_bytes,
+            free,
+        };
+        let way = way(&opts.ask(), &fit);
+        let Way { state, lower } = way;
+        let spill = lower == Lower::Random && state.bytes(size) >= opts.spill_from;
+        match lower {
+            // A stream holds no lower level.
+            Lower::Stream => {
+                self.lower.release();
+                self.done.release();
             }
+            // The forward pass reads levels up to n - 2 and the backward pass none, so a
+            // spilled state lets level n - 1 go now rather than after the forward pass
+            // (DESIGN.md section 5.2): its memory is not held beside the lower levels.
+            Lower::Random if spill => self.lower.let_go(n.saturating_sub(1)),
+            Lower::Random => {}
+        }
+        if opts.check {
+            let random = lower == Lower::Random;
+            let room = Room {
+                lower: if random { lower_bytes } else { 0 },
+                held: if random { held } else { 0 },
+            };
+            check_level_fits(&self.dir, n, size, state, spill, opts.pack, room)?;
+        }
+        if lower == Lower::Random {
+            self.lower
+                .fill(n, index, &self.dir, opts.rules, &self.done)?;
+        }
+        let (values, solved) = match state {
+            StateKind::Fast => self.solve::<Fast>(n, lower, spill)?,
+            StateKind::Compact => self.solve::<Compact>(n, lower, spill)?,
+        };
+        let solved = Solved { way, ..solved };
+        self.finish_level(n, values, lower == Lower::Random)?;
+        Ok(solved)
+    }
+
+    /// Level `n` taken up from the furthest good checkpoint of it in the folder, if any:
+    /// what solving it gave, and its values ([`Checkpoints::take_up`] says which
+    /// checkpoints are refused, and which kept for later).
+    fn resume_level(&mut self, n: usize) -> Result<Option<(Solved, HugeBuf)>> {
+        if list_checkpoints(&self.dir, n, Part::WHOLE)?.is_empty() {
+            return Ok(None);
+        }
+        let (opts, size) = (self.opts, self.index.level_size(n));
+        let dir = self.dir.clone();
+        let mut fits = |state: StateKind| {
+            if !opts.check {
+                return Ok(());
+            }
+            let room = Room { lower: 0, held: 0 };
+            check_level_fits(&dir, n, size, state, false, opts.pack, room)
+        };
+        let mut checkpoints = self.checkpoints(n, None);
+        let Some(checkpoint) = checkpoints.take_up(opts.state, &mut fits)? else {
+            return Ok(None);
         };
         let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
-        if let Some(asked) = opts.state.filter(|&k| k != state) {
-            let why = format!(
-                "it holds the {} state, --state {} asked",
-                state.name(),
-                asked.name()
-            );
-            refuse(why, warn)?;
-            continue;
-        }
+        let at = checkpoints.resumed;
         // The backward pass reads no lower level.
-        hot.release();
-        done.release();
-        if opts.check {
-            let room = Room { lower: 0, held: 0 };
-            if let Err(e) = check_level_fits(dir, n, size, state, false, opts.pack, room) {
-                warn(&format!(
-                    "level {n}: checkpoint {} not used now ({})",
-                    path.display(),
-                    e.one_line()
-                ));
-                return Ok(None);
-            }
-        }
+        self.lower.release();
+        self.done.release();
         let resumed = match state {
-            StateKind::Fast => level.resume::<Fast>(checkpoint, warn),
-            StateKind::Compact => level.resume::<Compact>(checkpoint, warn),
+            StateKind::Fast => self.resume::<Fast>(n, checkpoint)?,
+            StateKind::Compact => self.resume::<Compact>(n, checkpoint)?,
         };
-        match resumed {
-            Ok((values, solved)) => {
-                let way = Way {
-                    state,
-                    lower: Lower::Stream,
-                };
-                return Ok(Some((Solved { way, ..solved }, values)));
-            }
-            // The payload's checksum, read only now.
-            Err(e @ Error::Format { .. }) => refuse(e.one_line(), warn)?,
-            Err(e) => return Err(e),
+        Ok(resumed.map(|(values, solved)| {
+            let way = Way {
+                state,
+                lower: Lower::Stream,
+            };
+            let solved = Solved {
+                way,
+                resumed: at,
+                ..solved
+            };
+            (solved, values)
+        }))
+    }
+
+    /// Writes level `n`'s values to its file (raw, or packed with `--pack`), removes a
+    /// stale file of the other form and the level's checkpoints, and keeps the values
+    /// where the next levels read them (`done`; in memory if the lower levels are read at
+    /// `random`).
+    fn finish_level(&mut self, n: usize, values: HugeBuf, random: bool) -> Result<()> {
+        let (opts, dir) = (self.opts, &self.dir);
+        let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
+        let want = Expect::level(opts.rules, &self.index, n);
+        let (written, stale) = if opts.pack {
+            write_packed(opts, dir, &want, &values)?;
+            (packed, raw)
+        } else {
+            write_level(opts, n, &raw, &values)?;
+            (raw, packed)
+        };
+        remove_checkpoints(dir, n, Part::WHOLE)?;
+        if stale.exists() {
+            fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
+            (self.warn)(&format!(
+                "removed the stale {} level {} (level {n} rebuilt as {})",
+                if opts.pack { "raw" } else { "packed" },
+                stale.display(),
+                written.display()
+            ));
         }
+        if self.done.wants(n) {
+            let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
+                .expect("the level just written is there");
+            let values = match level {
+                LevelFile::Raw(l) => Values::Mapped(l),
+                LevelFile::Packed(_) => Values::Owned(values.to_vec().into_boxed_slice()),
+            };
+            self.done.offer(n, values);
+        }
+        if random {
+            self.lower.keep(n, values);
+        }
+        Ok(())
     }
-    Ok(None)
-}
 
-/// Writes level `n`'s values to its file in `dir` (raw, or packed with `--pack`), removes
-/// a stale file of the other form and the level's checkpoints, and keeps the values
-/// where the next levels read them (`done`; `hot` if the lower levels are read at
-/// `random`).
-#[allow(clippy::too_many_arguments)]
-fn finish_level(
-    opts: &BuildOptions,
-    index: &Index,
-    n: usize,
-    dir: &Path,
-    hot: &mut Hot,
-    done: &mut LevelStack,
-    values: HugeBuf,
-    random: bool,
-    warn: &mut impl FnMut(&str),
-) -> Result<()> {
-    let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
-    let want = Expect::level(opts.rules, index, n);
-    let (written, stale) = if opts.pack {
-        write_packed(opts, dir, &want, &values)?;
-        (packed, raw)
-    } else {
-        write_level(opts, n, &raw, &values)?;
-        (raw, packed)
-    };
-    remove_checkpoints(dir, n, Part::WHOLE)?;
-    if stale.exists() {
-        fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
-        warn(&format!(
-            "removed the stale {} level {} (level {n} rebuilt as {})",
-            if opts.pack { "raw" } else { "packed" },
-            stale.display(),
-            written.display()
-        ));
-    }
-    if done.wants(n) {
-        let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
-            .expect("the level just written is there");
-        let values = match level {
-            LevelFile::Raw(l) => Values::Mapped(l),
-            LevelFile::Packed(_) => Values::Owned(values.to_vec().into_boxed_slice()),
-        };
-        done.offer(n, values);
-    }
-    if random {
-        hot.keep(n, values);
-    }
-    Ok(())
-}
-
-/// The level being solved, and where.
-struct Level<'a> {
-    opts: &'a BuildOptions,
-    index: &'a Index,
-    n: usize,
-    dir: &'a Path,
-}
-
-impl Level<'_> {
-    /// Solves the level with the state's encoding `E`, reading the lower levels as `lower`
+    /// Solves level `n` with the state's encoding `E`, reading the lower levels as `lower`
     /// says: its values (in the state's memory), and what solving it gave.
     fn solve<E: Settle>(
-        &self,
-        hot: &mut Hot,
-        done: &LevelStack,
+        &mut self,
+        n: usize,
         lower: Lower,
         spill: bool,
-        warn: &mut impl FnMut(&str),
     ) -> Result<(HugeBuf, Solved)> {
-        let (opts, index, n, dir) = (self.opts, self.index, self.n, self.dir);
-        let started = Instant::now();
+        let (opts, index, dir) = (self.opts, &self.index, &self.dir);
         let size = index.level_size(n);
         // One bar: forward pass then settled positions (at most the level size).
         let bar = LevelBar::new(opts.progress, size * 2, n, "solving");
+        let started = Instant::now();
         // The spill file has no name once open: nothing is left behind, even by a kill.
         let spill_path = level_path(dir, n).with_extension("spill");
         let mut spill_file = if spill {
@@ -444,21 +409,26 @@ impl Level<'_> {
         let io = |e| Error::io(&spill_path, e);
         let forwarded: Forwarded<E> = match lower {
             Lower::Random => {
-                let below = hot.below(n);
+                let below = self.lower.below(n);
                 let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
                     .map_err(io)?;
                 drop(below);
-                if spill {
+                if let Some(file) = &spill_file {
                     // The backward pass reads no lower level: the state has their memory.
-                    hot.release();
-                    done.release();
+                    self.lower.release();
+                    self.done.release();
+                    let mut f = f;
+                    f.restore(file).map_err(io)?;
+                    f
+                } else {
+                    f
                 }
-                f
             }
             Lower::Stream => {
                 // A level that `done` holds (packed with the exit model, resolved) is read
                 // from memory.
                 let first = lowest_captured_level(index.pits_per_side(), n);
+                let done = &self.done;
                 let held = |m| match done.get(m) {
                     Some(Values::Owned(v)) => Some(&v[..]),
                     _ => None,
@@ -469,121 +439,71 @@ impl Level<'_> {
                 forward_stream(opts.rules, index, n, &sources, &bar)?
             }
         };
+        let mut checkpoints = self.checkpoints(n, Some(&bar));
+        checkpoints.last = started;
         let from = Stage::start(n);
-        self.backward(forwarded, &bar, spill_file.as_mut(), from, started, warn)
+        Ok(self.backward(n, forwarded, from, &bar, checkpoints))
     }
 
-    /// Solves the level from `checkpoint` on, with its state's encoding `E`.
+    /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its
+    /// payload does not read whole (then the level starts afresh).
     fn resume<E: Settle>(
         &self,
+        n: usize,
         checkpoint: Checkpoint,
-        warn: &mut impl FnMut(&str),
-    ) -> Result<(HugeBuf, Solved)> {
-        let started = Instant::now();
+    ) -> Result<Option<(HugeBuf, Solved)>> {
         let head = checkpoint.head;
-        let size = self.index.level_size(self.n);
-        let bar = LevelBar::new(self.opts.progress, size * 2, self.n, "resuming");
-        let state = State::<E>::load(checkpoint)?;
-        let forward = Duration::from_nanos(head.forward_ns);
-        let forwarded = Forwarded::resumed(state, head.present, forward);
+        let size = self.index.level_size(n);
+        let bar = LevelBar::new(self.opts.progress, size * 2, n, "resuming");
+        let mut checkpoints = self.checkpoints(n, Some(&bar));
+        checkpoints.resumed = Some(CheckpointAt {
+            next: head.next,
+            segment: head.segment,
+        });
+        let Some(state) = checkpoints.load::<E>(checkpoint)? else {
+            return Ok(None);
+        };
+        let forwarded = Forwarded {
+            state,
+            present: head.present,
+            forward: Duration::from_nanos(head.forward_ns),
+        };
+        // A segment of another size than this build's counts only as far as it covers
+        // whole segments of this one (seeding one again changes nothing).
+        let scanned = u64::from(head.segment) << head.segment_shift;
         let from = Stage {
             next: head.next as i8,
+            segment: (scanned >> SEGMENT_SHIFT) as u32,
             backward: Duration::from_nanos(head.backward_ns),
         };
         bar.phase("solving", size);
-        let (values, solved) = self.backward(forwarded, &bar, None, from, started, warn)?;
-        let solved = Solved {
-            resumed: Some(head.next),
-            ..solved
-        };
-        Ok((values, solved))
+        Ok(Some(self.backward(n, forwarded, from, &bar, checkpoints)))
     }
 
-    /// The backward pass from `from` (the level's work began at `started`), saving the
-    /// state between thresholds as [`BuildOptions::checkpoint_every`] says: the values,
-    /// and what solving gave.
+    /// The backward pass of level `n` from `from`, saving the state as `checkpoints` says:
+    /// the values, and what solving gave.
     fn backward<E: Settle>(
         &self,
+        n: usize,
         forwarded: Forwarded<E>,
-        bar: &LevelBar,
-        spill: Option<&mut File>,
         from: Stage,
-        started: Instant,
-        warn: &mut impl FnMut(&str),
-    ) -> Result<(HugeBuf, Solved)> {
-        let n = self.n;
-        let mut last = started;
-        let mut checkpoints = 0;
-        // Whether the disk holds one checkpoint only (said once).
-        let mut replacing = false;
-        let mut boundary = |state: &mut State<E>, stage: Stage, present: u64, t: PhaseTimes| {
-            match self.opts.checkpoint_every {
-                Some(every) if last.elapsed() >= every => {}
-                _ => return,
-            }
-            let next = stage.next as u8;
-            // The level's file must still fit after it: a checkpoint is a safety net, not
-            // worth the level.
-            let size = self.index.level_size(n);
-            let need = checkpoint_need(E::KIND.bytes(size), size);
-            let mut save = || -> Result<bool> {
-                let mut older = list_checkpoints(self.dir, n, Part::WHOLE)?;
-                match checkpoint_room(self.dir, &older, need) {
-                    CheckpointRoom::Beside => {}
-                    CheckpointRoom::Short { free, need } => {
-                        warn(&no_room(n, free, need));
-                        return Ok(false);
-                    }
-                    CheckpointRoom::Instead { free, need } => {
-                        // The older goes first. A stop while the new one is written then
-                        // loses both, and the level starts afresh.
-                        if !replacing {
-                            warn(&one_at_a_time(n, free, need));
-                            replacing = true;
-                        }
-                        for (_, p) in older.drain(..) {
-                            fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
-                        }
-                    }
-                }
-                let path = checkpoint_path(self.dir, n, next, Part::WHOLE);
-                let head = CheckpointHeader {
-                    present,
-                    ..self.header(next, t)
-                };
-                state.save(&path, head)?;
-                // The one before, now that this one is whole.
-                for (t, p) in older {
-                    if t > next {
-                        fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
-                    }
-                }
-                Ok(true)
-            };
-            match save() {
-                Ok(true) => {
-                    checkpoints += 1;
-                    let at = clock_utc(SystemTime::now());
-                    bar.note(&format!("solving, saved {at} at threshold {next}"));
-                }
-                Ok(false) => {}
-                // A build that cannot save goes on: only its safety net is lost.
-                Err(e) => warn(&not_written(n, &e)),
-            }
-            last = Instant::now();
-        };
-        let spill_path = level_path(self.dir, n).with_extension("spill");
-        let (state, phases): (State<E>, _) = backward_pass(
-            self.opts.rules,
-            self.index,
+        bar: &LevelBar,
+        mut checkpoints: Checkpoints<'_, Solo>,
+    ) -> (HugeBuf, Solved) {
+        let part = Partition {
+            comm: &Solo,
+            rules: self.opts.rules,
+            index: &self.index,
             n,
-            forwarded,
-            bar,
-            spill,
-            from,
-            &mut boundary,
-        )
-        .map_err(|e| Error::io(&spill_path, e))?;
+            mine: 0..self.index.level_size(n),
+            progress: bar,
+        };
+        let Forwarded {
+            state,
+            present,
+            forward,
+        } = forwarded;
+        let (state, phases) = backward_pass(&part, state, present, forward, from, &mut checkpoints);
         let values = state.into_values();
         let stats = Outcomes::of_parallel(&values);
         bar.finish();
@@ -594,23 +514,10 @@ impl Level<'_> {
                 state: E::KIND,
                 lower: Lower::Stream,
             },
-            resumed: None,
-            checkpoints,
+            resumed: checkpoints.resumed,
+            checkpoints: checkpoints.written,
         };
-        Ok((values, solved))
-    }
-
-    /// The header of a checkpoint of the whole level after threshold `next + 1` at the
-    /// times `t`; [`State::save`] fills in the state's fields, the caller the thresholds
-    /// present.
-    fn header(&self, next: u8, t: PhaseTimes) -> CheckpointHeader {
-        let (opts, size) = (self.opts, self.index.level_size(self.n));
-        CheckpointHeader {
-            next,
-            forward_ns: t.forward.as_nanos() as u64,
-            backward_ns: t.backward.as_nanos() as u64,
-            ..CheckpointHeader::new(opts.rules, opts.pits, self.n, size, Part::WHOLE, 0..size)
-        }
+        (values, solved)
     }
 }
 
@@ -622,12 +529,12 @@ impl Level<'_> {
 /// level below it go before its forward pass (which reads levels up to two below) and all
 /// the others after it; the next level reads them again.
 #[derive(Default)]
-struct Hot {
+struct LowerInMemory {
     /// Level `m`, or `None` when not held.
     levels: Vec<Option<HugeBuf>>,
 }
 
-impl Hot {
+impl LowerInMemory {
     /// Holds every level that level `n` reads (from the lowest a capture reaches to `n -
     /// 2`), from the files in `dir`, or from `done` for a level it holds decompressed;
     /// lets go of the levels below those.
@@ -703,35 +610,6 @@ impl Hot {
     fn release(&mut self) {
         self.levels.iter_mut().for_each(|l| *l = None);
     }
-}
-
-/// The warning of a level whose disk holds one checkpoint at a time: `free` bytes free,
-/// `need` needed for a second checkpoint and the level's file.
-pub(crate) fn one_at_a_time(n: usize, free: u64, need: u64) -> String {
-    format!(
-        "level {n}: room for one checkpoint only ({} free, {} needed for a second and the \
-         level): each is removed before the next is written",
-        bytes(free),
-        bytes(need)
-    )
-}
-
-/// The warning of a level whose checkpoint does not fit beside its file: `free` bytes
-/// free, `need` needed.
-pub(crate) fn no_room(n: usize, free: u64, need: u64) -> String {
-    format!(
-        "level {n}: checkpoint skipped: it and the level need {}, {} is free",
-        bytes(need),
-        bytes(free)
-    )
-}
-
-/// The warning of a level whose checkpoint could not be written: the build goes on.
-pub(crate) fn not_written(n: usize, e: &Error) -> String {
-    format!(
-        "level {n}: checkpoint not written ({}); the build goes on",
-        e.one_line()
-    )
 }
 
 /// The line of the rates file for a level built (`None` when kept, or resumed from a

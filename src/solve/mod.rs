@@ -4,6 +4,8 @@
 //! the checks compare with ([`mod@reference`]). DESIGN.md section 5.
 
 pub mod build;
+pub(crate) mod checkpoints;
+pub mod comm;
 pub mod level;
 pub mod options;
 pub mod plan;

@@ -1,117 +1,21 @@
-//! The backward pass: thresholds `t = n..1`, each settling the positions its exits seed
+//! The backward pass's work at one threshold `t`: settling the positions its exits seed
 //! (won at `t`, lost at `-t`) and everything they settle in turn by predecessor
 //! propagation (DESIGN.md section 5.1), over the whole level in a single process or one
-//! rank's slice of it (section 5.4).
+//! rank's slice of it (section 5.4). `rounds.rs` runs it threshold by threshold.
 
-use std::fs::File;
 use std::ops::Range;
-use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
-use super::forward::Forwarded;
 use super::state::{threshold_bit, Encoding, State, BLOCK};
-use super::PhaseTimes;
 use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
 use crate::game::rules::{for_each_unmove_near_p, Board, Rules};
-use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
+use crate::util::{prefetch, BATCH};
 
 /// A stack of settled positions this long is split between threads.
 const SPLIT_AT: usize = 1 << 12;
 
 /// No pit: a check that knows none of the position's children.
 pub(crate) const NO_PIT: u8 = u8::MAX;
-
-/// Where a backward pass starts: at threshold `next` (every threshold above it done),
-/// after `backward` of backward pass already (a level resumed from a checkpoint).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Stage {
-    /// The next threshold to run.
-    pub(crate) next: i8,
-    /// Wall time the backward pass has taken so far.
-    pub(crate) backward: Duration,
-}
-
-impl Stage {
-    /// The start of level `n`'s backward pass, right after its forward pass.
-    pub(crate) fn start(n: usize) -> Stage {
-        Stage {
-            next: n as i8,
-            backward: Duration::ZERO,
-        }
-    }
-}
-
-/// What the backward pass shows its caller between thresholds, where the state may be
-/// saved (DESIGN.md section 5.5): the state, no thread touching it; the stage reached; the
-/// thresholds present; the times so far.
-pub(crate) type Boundary<'a, E> = &'a mut dyn FnMut(&mut State<E>, Stage, u64, PhaseTimes);
-
-/// Solving a level, part two: reads the state back from `spill` (the file the forward
-/// pass wrote; counted as forward time), then the backward pass from `from` on. At each
-/// threshold boundary still to come (and before the first, unless resumed) `boundary` is
-/// called.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn backward_pass<E: Settle>(
-    rules: Rules,
-    index: &Index,
-    n: usize,
-    forwarded: Forwarded<E>,
-    progress: &LevelBar,
-    spill: Option<&mut File>,
-    from: Stage,
-    boundary: Boundary<E>,
-) -> std::io::Result<(State<E>, PhaseTimes)> {
-    let Forwarded {
-        mut state,
-        present,
-        mut forward,
-    } = forwarded;
-    if let Some(file) = spill {
-        let start = Instant::now();
-        state.restore(file)?;
-        forward += start.elapsed();
-    }
-    let size = index.level_size(n);
-    let chunks = size.div_ceil(CHUNK);
-    let backward_start = Instant::now();
-    let times = |at: Instant| PhaseTimes {
-        forward,
-        backward: from.backward + at.elapsed(),
-    };
-    if from.next == n as i8 && from.backward.is_zero() {
-        boundary(&mut state, from, present, times(backward_start));
-    }
-    for t in (1..=from.next).rev() {
-        if present & threshold_bit(t) == 0 {
-            continue;
-        }
-        let solver = Backward {
-            rules,
-            index,
-            n,
-            state: &state,
-            base: 0,
-            remote: &Alone,
-        };
-        (0..chunks)
-            .into_par_iter()
-            .for_each_init(Work::default, |work, c| {
-                let start = c * CHUNK;
-                let end = (start + CHUNK).min(size);
-                progress.inc(solver.seed_range(t, start..end, work));
-            });
-        if t > 1 {
-            let stage = Stage {
-                next: t - 1,
-                backward: times(backward_start).backward,
-            };
-            boundary(&mut state, stage, present, times(backward_start));
-        }
-    }
-    Ok((state, times(backward_start)))
-}
 
 /// The backward pass's updates of a state, which depend on what its bytes hold (a count
 /// of moves, or not): implemented by each [`Encoding`] beside its layout.
@@ -196,15 +100,6 @@ pub(crate) enum Message {
 pub(crate) trait Remote: Sync {
     /// Puts `m` in `outbox` for the holder of position `to` of the level.
     fn send(&self, outbox: &mut Vec<Vec<u8>>, to: u64, m: Message);
-}
-
-/// A single process: every position is held here, and nothing is ever sent.
-struct Alone;
-
-impl Remote for Alone {
-    fn send(&self, _: &mut Vec<Vec<u8>>, to: u64, _: Message) {
-        unreachable!("a single process holds every position, {to} too")
-    }
 }
 
 /// Per-thread buffers of the backward pass, reused across tasks.

@@ -24,21 +24,20 @@ pub(crate) const STRIPE_IN_TESTS: u64 = STRIPE;
 /// A level after its forward pass ([`forward_pass`], [`forward_stream`]), ready for
 /// [`super::backward_pass`].
 pub(crate) struct Forwarded<E: Encoding> {
-    pub(super) state: State<E>,
+    pub(crate) state: State<E>,
     /// The thresholds some position can seed at ([`State::survey`]).
-    pub(super) present: u64,
-    pub(super) forward: Duration,
+    pub(crate) present: u64,
+    pub(crate) forward: Duration,
 }
 
 impl<E: Encoding> Forwarded<E> {
-    /// A level whose forward pass took `forward` and found the thresholds `present`, as a
-    /// checkpoint gives it back.
-    pub(crate) fn resumed(state: State<E>, present: u64, forward: Duration) -> Forwarded<E> {
-        Forwarded {
-            state,
-            present,
-            forward,
-        }
+    /// Reads back the state that a forward pass with `spill` wrote there (counted as
+    /// forward time).
+    pub(crate) fn restore(&mut self, spill: &File) -> std::io::Result<()> {
+        let start = Instant::now();
+        self.state.restore(spill)?;
+        self.forward += start.elapsed();
+        Ok(())
     }
 }
 

@@ -33,18 +33,22 @@ mod cells;
 mod compact;
 mod fast;
 mod forward;
+pub(crate) mod message;
+mod rounds;
 mod state;
 
 use rayon::prelude::*;
 
-pub(crate) use backward::{backward_pass, Backward, Message, Remote, Settle, Stage, Work, NO_PIT};
+pub(crate) use backward::Settle;
 pub(crate) use compact::Compact;
 pub use compact::COMPACT_MAX_SEEDS;
 pub(crate) use fast::Fast;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
 pub(crate) use forward::{forward_pass, forward_stream, Forwarded};
-pub(crate) use state::{threshold_bit, State};
+pub(crate) use rounds::{backward_pass, NoSaves, Partition, Saves, Stage};
+pub use rounds::{SEGMENT, SEGMENT_SHIFT};
+pub(crate) use state::State;
 
 /// The solver state a level is built with (DESIGN.md section 5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -226,19 +230,23 @@ pub(crate) fn solve_in_memory(
     let mut lower = Below(Vec::new());
     for n in 0..=top {
         let bar = LevelBar::new(false, 0, 0, "");
-        let forwarded = forward_pass::<Fast, _>(rules, index, n, &lower, &bar, None).unwrap();
-        let start = Stage::start(n);
-        let (state, _) = backward_pass(
+        let f = forward_pass::<Fast, _>(rules, index, n, &lower, &bar, None).unwrap();
+        let part = Partition {
+            comm: &crate::solve::comm::Solo,
             rules,
             index,
             n,
-            forwarded,
-            &bar,
-            None,
-            start,
-            &mut |_, _, _, _| {},
-        )
-        .unwrap();
+            mine: 0..index.level_size(n),
+            progress: &bar,
+        };
+        let (state, _) = backward_pass(
+            &part,
+            f.state,
+            f.present,
+            f.forward,
+            Stage::start(n),
+            &mut NoSaves,
+        );
         lower.0.push(state.into_values().to_vec());
     }
     lower.0

@@ -3,17 +3,17 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::db::checkpoint::{remove_checkpoints, Part};
+use crate::db::checkpoint::{remove_checkpoints, CheckpointAt, Part};
 use crate::db::layout::{build_command, db_dir, slice, Expect};
 use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
 use crate::error::Error;
+use crate::solve::level::message;
 use crate::solve::level::Lower;
 use crate::solve::level::StateKind;
 use crate::solve::options::BuildOptions;
 use crate::solve::plan::{check_slice_fits, slice_way};
-use crate::solve::ranks::engine::{solve_slice_saved, SliceCheckpoints};
-use crate::solve::ranks::message;
+use crate::solve::ranks::engine::{solve_slice_saved, SliceCheckpoints, SliceJob};
 use crate::solve::ranks::{Comm, LowerSlices};
 use crate::solve::rates::{self, LevelRate};
 use crate::util::memory_available;
@@ -37,9 +37,9 @@ pub struct SliceReport {
     pub bytes_sent: u64,
     /// This rank's peak resident memory so far, where the system says.
     pub peak_rss: Option<u64>,
-    /// The threshold the level resumed at from the ranks' checkpoints (`None`: built from
-    /// its start, or kept).
-    pub resumed: Option<u8>,
+    /// Where the level resumed from the ranks' checkpoints (`None`: built from its start,
+    /// or kept).
+    pub resumed: Option<CheckpointAt>,
     /// Checkpoints every rank wrote while building it.
     pub checkpoints: u32,
 }
@@ -194,28 +194,27 @@ pub fn build_slices<M: Comm>(
                     values: done.iter().map(|s| s.bytes()).collect(),
                     starts: starts.clone(),
                 };
-                let (written, times) = solve_slice_saved(
-                    comm,
+                let job = SliceJob {
                     rules,
-                    &index,
+                    index: &index,
                     n,
                     kind,
-                    &lower,
-                    saved.as_ref(),
-                    |values| {
-                        write_slice(
-                            &path,
-                            rules,
-                            pits,
-                            n,
-                            expect.positions,
-                            rank,
-                            ranks,
-                            range.clone(),
-                            values,
-                        )
-                    },
-                );
+                    lower: &lower,
+                    checkpoints: saved.as_ref(),
+                };
+                let (written, times) = solve_slice_saved(comm, &job, |values| {
+                    write_slice(
+                        &path,
+                        rules,
+                        pits,
+                        n,
+                        expect.positions,
+                        rank,
+                        ranks,
+                        range.clone(),
+                        values,
+                    )
+                });
                 written?;
                 phases = Some(times);
                 remove_checkpoints(dir, n, part)?;

@@ -4,7 +4,7 @@
 //! - the forward pass: [`raise`], a capture's value for a parent's best exit;
 //! - the backward pass: [`encode`] and [`decode`] of a [`Message`].
 
-use crate::solve::level::{Message, NO_PIT};
+use super::backward::{Message, NO_PIT};
 
 /// Bits of a position's index in a backward word: levels of a build over ranks hold at
 /// most `2^54` positions (checked before such a build starts).
