@@ -204,6 +204,7 @@ fn readers() -> Vec<Vec<&'static str>> {
         vec!["unpack", "--level", "3"],
         vec!["export", "--out", "scores"],
         vec!["info"],
+        vec!["bench", "--probe", "--max-seeds", "2", "--samples", "10"],
     ];
     if cfg!(feature = "serve") {
         all.push(vec!["serve", "--bind", "127.0.0.1:0"]);
