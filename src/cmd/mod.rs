@@ -31,7 +31,9 @@ use awari::expert::{MAX_PITS, MAX_THREADS};
 use awari::Rules;
 
 /// Which database: `--dir`, `--pits`, `--rules`. `--dir` may name the root folder (`db`)
-/// or the database folder itself (`db/awari-6`), as `Tablebase::open` takes either.
+/// or the database folder itself (`db/awari-6`), as `Tablebase::open` takes either; a
+/// `--pits` or `--rules` that contradicts such a folder is refused ([`DbArgs::check`]),
+/// not taken for another database to nest inside it.
 #[derive(Args, Clone, Debug)]
 pub struct DbArgs {
     #[command(flatten)]
