@@ -10,6 +10,7 @@ mod browser;
 mod checkpoints;
 mod cli;
 mod crosscheck;
+mod dirs;
 mod docs;
 mod edges;
 mod golden;

@@ -319,6 +319,7 @@ fn cli_verify_argument_errors_are_one_line() {
         "{err}"
     );
     let empty = tmp.path().join("nothing");
+    fs::create_dir(&empty).unwrap();
     let (ok, _, err) = run(&["verify", "--dir", empty.to_str().unwrap()]);
     assert!(!ok);
     assert!(

@@ -63,6 +63,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         samples,
     } = args;
     if probe {
+        // A --dir that is not there, or is a file, said so.
+        let root = super::RootArg { dir: dir.clone() };
+        let (r, p) = root.database().unwrap_or((rules, pits));
+        root.readable(r, p)?;
         return probe_bench(&dir, rules, pits, max_seeds, samples);
     }
     if threads.is_empty() {

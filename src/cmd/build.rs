@@ -168,6 +168,8 @@ fn refused_over_ranks(args: &BuildArgs) -> Option<&'static str> {
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+    // Not another database nested in the one --dir names, nor a folder over a file.
+    args.db.writable()?;
     if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {
         if let Some(flag) = refused_over_ranks(&args) {
             let refused = format!("{flag} is not supported with --distributed yet");

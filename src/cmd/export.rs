@@ -34,6 +34,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         levels,
         threads,
     } = args;
+    db.readable()?;
     let levels = levels.range()?;
     let (pool, _) = threads.pool()?;
     let rows = pool.install(|| {

@@ -23,6 +23,7 @@ pub struct GatherArgs {
 
 pub fn run(args: GatherArgs) -> anyhow::Result<()> {
     let GatherArgs { from, db } = args;
+    db.writable()?;
     let index = Index::new(db.pits(), Index::max_supported(db.pits())?)?;
     let from: Vec<PathBuf> = from
         .iter()

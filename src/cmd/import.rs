@@ -49,6 +49,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
         force,
         threads,
     } = args;
+    db.writable()?;
     let pack = pack.then_some(PackOptions {
         zstd_level: level_of_compression,
         model,

@@ -27,6 +27,8 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         check,
         threads,
     } = args;
+    let (rules, pits) = root.database().unwrap_or((awari::Rules::Awari, 6));
+    root.readable(rules, pits)?;
     let (pool, _) = threads.pool()?;
     let mut levels = pool.install(|| awari::expert::pack::survey(root.root(), check))?;
     // A database folder given as --dir: its levels alone.

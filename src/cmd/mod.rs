@@ -31,7 +31,9 @@ use awari::expert::{MAX_PITS, MAX_THREADS};
 use awari::Rules;
 
 /// Which database: `--dir`, `--pits`, `--rules`. `--dir` may name the root folder (`db`)
-/// or the database folder itself (`db/awari-6`), as `Tablebase::open` takes either.
+/// or the database folder itself (`db/awari-6`), as `Tablebase::open` takes either; a
+/// `--pits` or `--rules` that contradicts such a folder is refused ([`DbArgs::check`]),
+/// not taken for another database to nest inside it.
 #[derive(Args, Clone, Debug)]
 pub struct DbArgs {
     #[command(flatten)]
@@ -47,6 +49,28 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
+    /// Refuses a `--pits` or `--rules` that contradicts the database folder `--dir` names
+    /// itself (a usage error), rather than taking `--dir` for a root and nesting another
+    /// database inside that folder.
+    pub fn check(&self) -> anyhow::Result<()> {
+        self.root.agree(self.given_rules, self.given_pits)?;
+        Ok(())
+    }
+
+    /// [`DbArgs::check`], for a command that reads the database: `--dir` must also be a
+    /// folder that exists ([`RootArg::readable`]).
+    pub fn readable(&self) -> anyhow::Result<()> {
+        self.check()?;
+        self.root.readable(self.rules(), self.pits())
+    }
+
+    /// [`DbArgs::check`], for a command that writes the database: no file may stand where
+    /// `--dir` or a folder above it should be (a folder that does not exist is made).
+    pub fn writable(&self) -> anyhow::Result<()> {
+        self.check()?;
+        self.root.writable()
+    }
+
     /// The database folder that `--dir` names itself, when it does and `--pits` and
     /// `--rules` (if given) agree with its name.
     fn own(&self) -> Option<(Rules, usize)> {
@@ -109,6 +133,92 @@ impl RootArg {
         (!nested).then_some(own)
     }
 
+    /// The database `--dir` names itself ([`RootArg::database`]), if any, once `rules`
+    /// and `pits` (what `--rules` and `--pits` gave, if given) agree with it; a usage error
+    /// (exit status 2) that names the folder's database, what was asked and the command
+    /// to run instead when they do not.
+    pub fn agree(
+        &self,
+        rules: Option<Rules>,
+        pits: Option<usize>,
+    ) -> anyhow::Result<Option<(Rules, usize)>> {
+        let Some((own_rules, own_pits)) = self.database() else {
+            return Ok(None);
+        };
+        let mut asked = Vec::new();
+        if let Some(r) = rules.filter(|&r| r != own_rules) {
+            asked.push(format!("--rules {r}"));
+        }
+        if let Some(p) = pits.filter(|&p| p != own_pits) {
+            asked.push(format!("--pits {p}"));
+        }
+        if asked.is_empty() {
+            return Ok(Some((own_rules, own_pits)));
+        }
+        let (want_rules, want_pits) = (rules.unwrap_or(own_rules), pits.unwrap_or(own_pits));
+        let asked = asked.join(" ");
+        Err(Usage(format!(
+            "--dir {} is the database {own_rules}-{own_pits} ({own_rules}, {own_pits} pits per side), \
+             not the {want_rules}-{want_pits} asked for by {asked}: run `{}` for {}, or leave out {asked}",
+            self.dir.display(),
+            self.command_with_root(),
+            awari::expert::db_dir(self.parent(), want_rules, want_pits).display(),
+        ))
+        .into())
+    }
+
+    /// For a command that reads databases: `--dir` must be a folder that exists, or the
+    /// error says so (with the build of the database of `rules` and `pits` there), rather
+    /// than that a level is missing.
+    pub fn readable(&self, rules: Rules, pits: usize) -> anyhow::Result<()> {
+        if let Some(e) = file_in_the_way(&self.dir) {
+            return Err(e);
+        }
+        if !self.dir.is_dir() {
+            let build = awari::expert::build_command(self.root(), rules, pits, 0)
+                .replace("--max-seeds 0", "--max-seeds N");
+            anyhow::bail!(
+                "--dir {}: no such folder; give the folder the databases were built in, or \
+                 build one there: `{build}` builds levels 0..=N",
+                self.dir.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// For a command that writes databases: no file where `--dir` or a folder above it
+    /// should be.
+    pub fn writable(&self) -> anyhow::Result<()> {
+        file_in_the_way(&self.dir).map_or(Ok(()), Err)
+    }
+
+    /// The command line this process was started with, `--dir` replaced by the folder
+    /// above it (the root of the database it names), quoted for a shell.
+    fn command_with_root(&self) -> String {
+        let root = self.parent().to_string_lossy().into_owned();
+        let mut words = vec!["awari".to_string()];
+        let mut args = std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned());
+        while let Some(arg) = args.next() {
+            if arg == "--dir" {
+                words.push(arg);
+                if args.next().is_some() {
+                    words.push(root.clone());
+                }
+            } else if arg.starts_with("--dir=") {
+                words.push(format!("--dir={root}"));
+            } else {
+                words.push(arg);
+            }
+        }
+        words
+            .iter()
+            .map(|w| shell_word(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// The folder above `--dir` (`.` when it has none).
     fn parent(&self) -> &std::path::Path {
         match self.dir.parent() {
@@ -124,6 +234,27 @@ impl RootArg {
             None => &self.dir,
         }
     }
+}
+
+/// `word` as a shell reads it back: as it is when it holds only characters no shell
+/// treats specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The error for a file where the folder `dir` or one above it should be, if there is
+/// one (`--dir` names folders).
+fn file_in_the_way(dir: &std::path::Path) -> Option<anyhow::Error> {
+    let file = dir.ancestors().find(|a| a.exists() && !a.is_dir())?;
+    Some(anyhow::anyhow!(
+        "{} is a file, not a folder: --dir names the folder of the databases",
+        file.display()
+    ))
 }
 
 /// `awari-6` -> (awari, 6): a database folder's name.
@@ -256,11 +387,8 @@ pub fn levels_range(levels: Option<&str>) -> anyhow::Result<Option<RangeInclusiv
 /// cannot: a file in the way, or the system's refusal (before the disk is measured, so
 /// that a folder that cannot be made is not blamed on a full disk).
 pub fn make_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    if let Some(file) = dir.ancestors().find(|a| a.exists() && !a.is_dir()) {
-        anyhow::bail!(
-            "{} is a file, not a folder: --dir names the folder of the databases",
-            file.display()
-        );
+    if let Some(e) = file_in_the_way(dir) {
+        return Err(e);
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("cannot make the folder {}: {e}", dir.display()))

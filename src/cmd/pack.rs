@@ -129,6 +129,7 @@ pub(super) fn each_level(
     threads: Threads,
     mut step: impl FnMut(&mut LevelStack, usize) -> awari::Result<PackReport> + Send,
 ) -> anyhow::Result<()> {
+    db.readable()?;
     let (pool, _) = threads.pool()?;
     let dir = db.db_dir();
     let levels = levels_to_do(&dir, level, packed)?;

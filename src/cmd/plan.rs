@@ -72,7 +72,9 @@ pub struct PlanArgs {
 }
 
 pub fn run(mut args: PlanArgs) -> anyhow::Result<()> {
-    let own = args.root.database();
+    // A plan may be of a database not made yet, but not in the folder of another one.
+    let own = args.root.agree(args.given_rules, args.given_pits)?;
+    args.root.writable()?;
     args.pits = args.given_pits.or(own.map(|o| o.1)).unwrap_or(6);
     args.rules = args
         .given_rules

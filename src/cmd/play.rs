@@ -53,6 +53,7 @@ enum First {
 }
 
 pub fn run(opts: PlayArgs) -> anyhow::Result<()> {
+    opts.db.readable()?;
     let first = match opts.first {
         First::Me => Side::Me,
         First::Db => Side::Db,

@@ -38,18 +38,17 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
         json,
         stdin,
     } = args;
+    db.readable()?;
     let database = Database::open(db.dir(), db.rules(), db.pits())?;
     if stdin {
         // A script learns from the exit status that nothing can be answered, rather than
         // from an error object per line.
+        // (--dir itself is a folder: `readable` said so otherwise.)
         let dir = db.db_dir();
-        let given = &db.root.dir;
-        let (at, why) = if given.exists() && !given.is_dir() {
-            (given, "a file, not a folder")
-        } else if !dir.is_dir() {
-            (&dir, "no such folder")
+        let why = if !dir.is_dir() {
+            "no such folder"
         } else {
-            (&dir, "no level files in it")
+            "no level files in it"
         };
         if !dir.is_dir() || !level_exists(&dir, 0) {
             let build = build_command(db.dir(), db.rules(), db.pits(), 0)
@@ -58,7 +57,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 "no {} database of {} pits per side at {}: {why}; `{build}` builds levels 0..=N",
                 db.rules(),
                 db.pits(),
-                at.display()
+                dir.display()
             );
         }
         let input = std::io::stdin().lock();

@@ -33,6 +33,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Refused before the databases are opened.
     let threads = args.threads.count()?;
     let own = args.root.database();
+    let (rules, pits) = own.unwrap_or((awari::Rules::Awari, 6));
+    args.root.readable(rules, pits)?;
     let opts = ServeOptions {
         root: args.root.root().to_path_buf(),
         bind: args.bind,

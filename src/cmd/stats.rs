@@ -42,6 +42,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
         json,
         threads,
     } = args;
+    db.readable()?;
     let levels = levels.range()?;
     // Refuse a bad chart name before reading gigabytes.
     if let Some(p) = &plot {

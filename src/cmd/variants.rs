@@ -70,7 +70,8 @@ pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
         threads,
     } = args;
     // A database folder given as --dir: the variants of its rule set and board size.
-    let own = root.database();
+    let own = root.agree(rules, pits)?;
+    root.writable()?;
     let rules = rules.or(own.map(|o| o.0));
     let pits = pits.or(own.map(|o| o.1));
     let (pool, threads) = threads.pool()?;

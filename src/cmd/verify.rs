@@ -37,6 +37,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         deep,
         threads,
     } = args;
+    db.readable()?;
     let levels = levels_range(levels.as_deref())?;
     let (pool, threads) = threads.pool()?;
     let opts = VerifyOptions {
