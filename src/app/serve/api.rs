@@ -20,7 +20,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::{start_seeds, ApiError, Probes, Served, MAX_URL};
+use super::limits::{ApiError, Probes, MAX_URL};
+use super::served::{start_seeds, Served};
 use crate::app::database::Database;
 use crate::app::query::parse_counts;
 use crate::game::rules::Rules;

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicI8, Ordering::Relaxed};
 use rayon::prelude::*;
 
 use super::batch::{Batch, Bits, Ctx};
-use super::{Mismatch, Mismatches};
+use super::mismatch::{Mismatch, Mismatches};
 use crate::game::rules::for_each_unmove;
 use crate::game::scan::NO_EXIT;
 use crate::util::{LevelBar, BATCH};

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI8, Ordering::Relaxed};
 use rayon::prelude::*;
 
 use super::batch::{Batch, Bits, Ctx};
-use super::{Mismatch, Mismatches, SAMPLES};
+use super::mismatch::{Mismatch, Mismatches, SAMPLES};
 use crate::db::source::LowerSources;
 use crate::error::Result;
 use crate::game::index::Index;

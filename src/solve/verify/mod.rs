@@ -14,7 +14,8 @@
 //! The parts: this file the entry point, its options and reports, and the two drivers
 //! (every level in memory, for a database that holds a level packed with the exit model;
 //! else the lower levels read as streams); [`batch`] a level with its moves expanded a
-//! batch at a time; [`local`] the local check; [`deep`] the deep check.
+//! batch at a time; [`local`] the local check; [`deep`] the deep check; [`mismatch`] the
+//! wrong values they find. This file uses the others and none of them uses it.
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -27,19 +28,19 @@ use crate::db::source::{LevelSource, LowerSources};
 use crate::db::store::{has_exit_model, LevelFile, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::game::rules::{Board, Rules};
+use crate::game::rules::Rules;
 use crate::game::scan::lowest_captured_level;
 use crate::util::{HugeBuf, LevelBar};
 
 mod batch;
 mod deep;
 mod local;
+mod mismatch;
 
 use batch::Ctx;
 use local::Streamed;
-
-/// Mismatches kept per level and check (the first ones in index order).
-pub const SAMPLES: usize = 5;
+// Part of the reports (`LevelCheck`, `DeepCheck`): public here, as before the split.
+pub use mismatch::Mismatches;
 
 /// What to verify.
 #[derive(Clone, Debug)]
@@ -56,45 +57,6 @@ pub struct VerifyOptions {
     pub deep: bool,
     /// Draw progress bars on stderr.
     pub progress: bool,
-}
-
-/// One stored position whose value is not what the check computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mismatch {
-    /// The position's index in its level.
-    pub index: u64,
-    /// The position.
-    pub board: Board,
-    /// The value the level holds for it (resolved, for a pack with the exit model).
-    pub stored: i8,
-    /// The value from its moves (local check) or from the independent solution (deep).
-    pub computed: i8,
-}
-
-/// Mismatches of one check of one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Mismatches {
-    /// How many positions are wrong, in all.
-    pub count: u64,
-    /// The first few, in index order (at most 5).
-    pub first: Vec<Mismatch>,
-}
-
-impl Mismatches {
-    fn push(&mut self, m: Mismatch) {
-        self.count += 1;
-        if self.first.len() < SAMPLES {
-            self.first.push(m);
-        }
-    }
-
-    fn merge(mut self, other: Mismatches) -> Mismatches {
-        self.count += other.count;
-        self.first.extend(other.first);
-        self.first.sort_by_key(|m| m.index);
-        self.first.truncate(SAMPLES);
-        self
-    }
 }
 
 /// The deep check of one level.
