@@ -16,8 +16,9 @@
 //! first block: it is the suite this test is part of, and `.ci/run` runs it.
 //!
 //! The test also checks that the README stays short, that its first block is the two
-//! commands a newcomer runs, and that the links of every page (the README, GUIDE.md,
-//! DESIGN.md, CHANGELOG.md and the READMEs of `data/`) to files and headings resolve.
+//! commands a newcomer runs, and that the links of every page ([`LINKED`]: the README,
+//! GUIDE.md, DESIGN.md, CHANGELOG.md and the pages under `data/` and `tools/`) to files
+//! and headings resolve, each read from its page's folder.
 //!
 //! Two more checks read the pages against the source: [`names`], that DESIGN.md names
 //! only files and items that exist, and [`sections`], that every DESIGN.md section a

@@ -19,7 +19,8 @@
 //! - the sentence of the citation names the section's topic: a word of its heading (or
 //!   of its subsections' headings, for a top section), stemmed, words such as "level"
 //!   and "position" that every section could claim left out; or the quoted paragraph;
-//! - the citation is one of [`ALLOWED`], each with its reason.
+//! - the citation is one of [`ALLOWED`], each with its reason (an entry that no comment
+//!   needs any more fails the test).
 //!
 //! So `a raw level's header fields (section 4.3)` in `src/db/checkpoint.rs` fails: 4.3 is
 //! "Writing", names no checkpoint, and section 10 gives the file 4.5 and 5.5 only; the
