@@ -4,29 +4,12 @@
 //!
 //! A file `level-NNN.tTT.awc` (over ranks `level-NNN.tTT.RofS.awc`, rank `R` of `S`)
 //! holds the state once every threshold above `TT` is done (`TT = NNN` right after the
-//! forward pass). Header (little-endian, the rest of the first 4096 bytes zero):
-//!
-//! | bytes    | field |
-//! |----------|-------|
-//! | 0..40    | a raw level's header fields (section 4.3) with the magic `AWARICKP` and format version 2; the positions are the whole level's, the checksum the payload's (below) |
-//! | 40       | state encoding (1 fast, 2 compact) |
-//! | 41       | the next threshold to run (`TT`) |
-//! | 44..48   | rank |
-//! | 48..52   | ranks |
-//! | 56..64   | first position held (the slice's start; 0 in one process) |
-//! | 64..72   | positions held |
-//! | 72..80   | thresholds present (the map's union, [`threshold_bit`](crate::solve::level)) |
-//! | 80..88   | forward pass, nanoseconds |
-//! | 88..96   | backward pass so far, nanoseconds |
-//! | 96..104  | written at, seconds since 1970 (UTC) |
-//! | 104..112 | threshold map bytes |
-//! | 112..120 | state bytes |
-//! | 120..128 | header checksum (XXH3-64 of bytes 0..120) |
-//!
-//! The payload (from byte 4096): the threshold map, then the state's bytes. Its checksum
-//! is the XXH3-64 of the XXH3-64s of its 32 MiB pieces (each part cut on its own), so
-//! that threads compute it at once. A checkpoint is written under a temporary name,
-//! synced and renamed into place: a kill leaves the previous one whole.
+//! forward pass). The file is laid out in DESIGN.md section 4.5: a header of 4096 bytes
+//! that starts with a raw level's header fields (DESIGN.md section 4.2) under the magic
+//! `AWARICKP` ([`MAGIC`], [`VERSION`]) and adds what resuming needs, then the threshold
+//! map and the state's bytes, checksummed in 32 MiB pieces so that threads compute the
+//! checksum at once. A checkpoint is written under a temporary name, synced and renamed
+//! into place: a kill leaves the previous one whole.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
