@@ -33,8 +33,10 @@ use crate::solve::level::{
 };
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
-use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
-use crate::solve::rates;
+use crate::solve::plan::rates;
+use crate::solve::plan::{
+    check_build_fits, check_level_fits, way, LevelMemory, LevelMethod, LowerHeld,
+};
 use crate::util::{bytes, clock_utc, cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
@@ -60,7 +62,7 @@ pub struct LevelReport {
     pub peak_rss: Option<u64>,
     /// The state and the reading of the lower levels the level was built with (`None`
     /// when kept).
-    pub way: Option<Way>,
+    pub way: Option<LevelMethod>,
     /// The threshold the level resumed at from a checkpoint an earlier build left
     /// (`None`: built from its start, or kept).
     pub resumed: Option<u8>,
@@ -191,7 +193,7 @@ fn keep_level(
 struct Solved {
     phases: PhaseTimes,
     stats: Outcomes,
-    way: Way,
+    way: LevelMethod,
     resumed: Option<u8>,
     checkpoints: u32,
 }
@@ -217,14 +219,14 @@ fn build_level(
     let lower_bytes: u64 = reach.clone().map(|m| index.level_size(m)).sum();
     let held = hot.held(&reach);
     let free = memory_available().map(|f| f + held);
-    let fit = Fit {
+    let fit = LevelMemory {
         seeds: n,
         positions: size,
         lower_bytes,
         free,
     };
     let way = way(&opts.ask(), &fit);
-    let Way { state, lower } = way;
+    let LevelMethod { state, lower } = way;
     let spill = lower == Lower::Random && state.bytes(size) >= opts.spill_from;
     match lower {
         // A stream holds no lower level.
@@ -239,7 +241,7 @@ fn build_level(
         Lower::Random => {}
     }
     if opts.check {
-        let room = Room {
+        let room = LowerHeld {
             lower: if lower == Lower::Random {
                 lower_bytes
             } else {
@@ -322,7 +324,7 @@ fn resume_level(
         hot.release();
         done.release();
         if opts.check {
-            let room = Room { lower: 0, held: 0 };
+            let room = LowerHeld { lower: 0, held: 0 };
             if let Err(e) = check_level_fits(dir, n, size, state, false, opts.pack, room) {
                 warn(&format!(
                     "level {n}: checkpoint {} not used now ({})",
@@ -338,7 +340,7 @@ fn resume_level(
         };
         match resumed {
             Ok((values, solved)) => {
-                let way = Way {
+                let way = LevelMethod {
                     state,
                     lower: Lower::Stream,
                 };
@@ -590,7 +592,7 @@ impl Level<'_> {
         let solved = Solved {
             phases,
             stats,
-            way: Way {
+            way: LevelMethod {
                 state: E::KIND,
                 lower: Lower::Stream,
             },
