@@ -56,23 +56,24 @@ pub use error::{Error, Result};
 pub use game::rules::Rules;
 pub use solve::build::{build, LevelReport, Lower, StateKind};
 pub use solve::options::BuildOptions;
-pub use solve::plan::Way;
+pub use solve::plan::LevelMethod;
 pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
 
 /// Planning a build: what each level needs per rank (memory, disk, time) and whether a
 /// machine has it; the partition of a level into slices (DESIGN.md section 5.4).
 pub mod plan {
+    pub use crate::app::plan::{report, PlanOptions, MAX_NODES};
     pub use crate::solve::plan::{
         check_build_fits, check_level_fits, check_slice_fits, measured_rate, plan, rate_at,
-        rate_fall, way, way_cost, Ask, Calibration, DiskFit, Fit, LevelPlan, Machine, Measured,
-        Rate, Room, BUSY_AT_LEAST, DEFAULT_PACK_RATIO, MEASURED_FROM, MEASURED_LEVELS, RATE_FALL,
-        RATE_FALL_LARGE, RATE_KNEE, STREAM_BUFFER,
+        rate_fall, way, way_cost, Calibration, DiskFit, LevelMemory, LevelPlan, LowerHeld, Machine,
+        Measured, MethodRequest, Rate, BUSY_AT_LEAST, DEFAULT_PACK_RATIO, MEASURED_FROM,
+        MEASURED_LEVELS, RATE_FALL, RATE_FALL_LARGE, RATE_KNEE, STREAM_BUFFER,
     };
 
     /// The rates a build measured, one line per level built, in `rates.csv` of the
     /// database folder (DESIGN.md section 8).
     pub mod rates {
-        pub use crate::solve::rates::{
+        pub use crate::solve::plan::rates::{
             append, busy, rates_path, read, LevelRate, Rates, HEADER, RATES_FILE,
         };
     }
@@ -102,7 +103,8 @@ pub mod expert {
     /// process and machine.
     pub mod figures {
         pub use crate::util::{
-            bytes, cpu_seconds, disk_available, group, memory_available, memory_total, peak_rss,
+            bytes, cpu_seconds, disk_available, group, group_u128, memory_available, memory_total,
+            peak_rss,
         };
     }
 

@@ -29,6 +29,11 @@ pub fn check_threads(threads: usize) -> crate::error::Result<usize> {
 
 /// A count with thousands separators: 1234567 -> "1,234,567".
 pub fn group(x: u64) -> String {
+    group_u128(x.into())
+}
+
+/// [`group`] of a sum that may pass 2^64: the positions of many levels.
+pub fn group_u128(x: u128) -> String {
     let s = x.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use awari::expert::{db_dir, level_path};
-use awari::{build, BuildOptions, Lower, Rules, StateKind, Way};
+use awari::{build, BuildOptions, LevelMethod, Lower, Rules, StateKind};
 
 /// Builds levels `0..=top` under `root` the way asked, and reads every level's file.
 fn build_way(
@@ -22,7 +22,9 @@ fn build_way(
         .state(state)
         .lower(lower);
     let reports = build(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
-    assert!(reports.iter().all(|r| r.way == Some(Way { state, lower })));
+    assert!(reports
+        .iter()
+        .all(|r| r.way == Some(LevelMethod { state, lower })));
     let dir = db_dir(root, rules, pits);
     (0..=top)
         .map(|n| fs::read(level_path(&dir, n)).unwrap())

@@ -10,6 +10,7 @@ use crate::db::raw::Header;
 use crate::error::{Error, Result};
 use crate::game::rules::Rules;
 use crate::solve::build::{build, BuildOptions, LevelReport};
+use crate::solve::plan::schema::{header, BenchRow, BENCH_COLUMNS};
 use crate::util::peak_rss;
 
 /// What to measure.
@@ -91,34 +92,33 @@ fn reset_peak_rss() {
 }
 
 /// The runs as CSV: one line per level and thread count, then one total line per run
-/// (level `total`).
+/// (level `total`). The columns are the first ones of a rates file.
 pub fn csv(runs: &[Run]) -> String {
-    let mut out = String::from(
-        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n",
-    );
+    let mut out = header(BENCH_COLUMNS) + "\n";
     for run in runs {
         for r in &run.levels {
-            out += &format!(
-                "{},{},{},{:.4},{:.4},{:.4},{:.0},{}\n",
-                r.seeds,
-                r.stats.positions,
-                run.threads,
-                r.seconds,
-                r.phases.forward.as_secs_f64(),
-                r.phases.backward.as_secs_f64(),
-                r.stats.positions as f64 / r.seconds.max(1e-9) / run.threads as f64,
-                r.peak_rss.map_or(String::new(), |b| b.to_string()),
-            );
+            let row = BenchRow {
+                seeds: Some(r.seeds),
+                positions: r.stats.positions,
+                threads: run.threads,
+                seconds: r.seconds,
+                passes: Some((
+                    r.phases.forward.as_secs_f64(),
+                    r.phases.backward.as_secs_f64(),
+                )),
+                peak_rss: r.peak_rss,
+            };
+            out += &(row.line() + "\n");
         }
-        let positions: u64 = run.levels.iter().map(|r| r.stats.positions).sum();
-        out += &format!(
-            "total,{},{},{:.4},,,{:.0},{}\n",
-            positions,
-            run.threads,
-            run.seconds,
-            positions as f64 / run.seconds.max(1e-9) / run.threads as f64,
-            run.peak_rss.map_or(String::new(), |b| b.to_string()),
-        );
+        let total = BenchRow {
+            seeds: None,
+            positions: run.levels.iter().map(|r| r.stats.positions).sum(),
+            threads: run.threads,
+            seconds: run.seconds,
+            passes: None,
+            peak_rss: run.peak_rss,
+        };
+        out += &(total.line() + "\n");
     }
     out
 }

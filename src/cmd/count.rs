@@ -4,7 +4,7 @@ use std::io::Write;
 
 use clap::Args;
 
-use awari::expert::figures::group;
+use awari::expert::figures::{group, group_u128};
 use awari::expert::{Index, MAX_PITS, MAX_SEEDS};
 
 use super::whole;
@@ -34,12 +34,12 @@ pub fn run(args: CountArgs) -> anyhow::Result<()> {
     for n in 0..=max {
         let s = index.level_size(n);
         total += s as u128;
-        writeln!(out, "{:>5} {:>22} {:>22}", n, group(s), group(total as u64))?;
+        writeln!(out, "{:>5} {:>22} {:>22}", n, group(s), group_u128(total))?;
     }
     writeln!(
         out,
         "total levels 0..={max}: {} positions",
-        group(total as u64)
+        group_u128(total)
     )?;
     if pits == 6 && max >= 48 {
         // The Romein-Bal count: level 47 cannot occur (the first capture takes at least

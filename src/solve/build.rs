@@ -33,8 +33,10 @@ use crate::solve::level::{
 };
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
-use crate::solve::plan::{check_build_fits, check_level_fits, way, Fit, Room, Way};
-use crate::solve::rates;
+use crate::solve::plan::rates;
+use crate::solve::plan::{
+    check_build_fits, check_level_fits, way, LevelMemory, LevelMethod, LowerHeld,
+};
 use crate::util::{cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
@@ -60,7 +62,7 @@ pub struct LevelReport {
     pub peak_rss: Option<u64>,
     /// The state and the reading of the lower levels the level was built with (`None`
     /// when kept).
-    pub way: Option<Way>,
+    pub way: Option<LevelMethod>,
     /// Where the level resumed from a checkpoint an earlier build left (`None`: built
     /// from its start, or kept).
     pub resumed: Option<CheckpointAt>,
@@ -154,7 +156,7 @@ fn keep_level(
 struct Solved {
     phases: PhaseTimes,
     stats: Outcomes,
-    way: Way,
+    way: LevelMethod,
     resumed: Option<CheckpointAt>,
     checkpoints: u32,
 }
@@ -253,14 +255,14 @@ impl Builder<'_> {
         let lower_bytes: u64 = reach.clone().map(|m| index.level_size(m)).sum();
         let held = self.lower.held(&reach);
         let free = memory_available().map(|f| f + held);
-        let fit = Fit {
+        let fit = LevelMemory {
             seeds: n,
             positions: size,
             lower_bytes,
             free,
         };
         let way = way(&opts.ask(), &fit);
-        let Way { state, lower } = way;
+        let LevelMethod { state, lower } = way;
         let spill = lower == Lower::Random && state.bytes(size) >= opts.spill_from;
         match lower {
             // A stream holds no lower level.
@@ -276,7 +278,7 @@ impl Builder<'_> {
         }
         if opts.check {
             let random = lower == Lower::Random;
-            let room = Room {
+            let room = LowerHeld {
                 lower: if random { lower_bytes } else { 0 },
                 held: if random { held } else { 0 },
             };
@@ -308,7 +310,7 @@ impl Builder<'_> {
             if !opts.check {
                 return Ok(());
             }
-            let room = Room { lower: 0, held: 0 };
+            let room = LowerHeld { lower: 0, held: 0 };
             check_level_fits(&dir, n, size, state, false, opts.pack, room)
         };
         let mut checkpoints = self.checkpoints(n, None);
@@ -325,7 +327,7 @@ impl Builder<'_> {
             StateKind::Compact => self.resume::<Compact>(n, checkpoint)?,
         };
         Ok(resumed.map(|(values, solved)| {
-            let way = Way {
+            let way = LevelMethod {
                 state,
                 lower: Lower::Stream,
             };
@@ -510,7 +512,7 @@ impl Builder<'_> {
         let solved = Solved {
             phases,
             stats,
-            way: Way {
+            way: LevelMethod {
                 state: E::KIND,
                 lower: Lower::Stream,
             },

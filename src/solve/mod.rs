@@ -1,7 +1,9 @@
 //! Solving (layer 3): one level by retrograde analysis ([`level`]), every level of a
 //! database with resume ([`build`]; over ranks, [`ranks`]) from one set of options
-//! ([`options`]), what a build measured ([`rates`]), checking a built database ([`verify`]), and the independent solver that
-//! the checks compare with ([`mod@reference`]). DESIGN.md section 5.
+//! ([`options`]), what a build needs and how long it takes ([`plan`]; what a build
+//! measured, [`plan::rates`]), checking a built database ([`verify`]), and the
+//! independent solver that the checks compare with ([`mod@reference`]). DESIGN.md
+//! section 5.
 
 pub mod build;
 pub(crate) mod checkpoints;
@@ -10,6 +12,5 @@ pub mod level;
 pub mod options;
 pub mod plan;
 pub mod ranks;
-pub mod rates;
 pub mod reference;
 pub mod verify;

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
-use crate::solve::plan::{Ask, SPILL_FROM};
+use crate::solve::plan::{MethodRequest, SPILL_FROM};
 
 /// What to build: levels `0..=max_seeds` of one database. Made with
 /// [`BuildOptions::new`] and changed with the methods named for each field, for
@@ -161,8 +161,8 @@ impl BuildOptions {
     }
 
     /// What the options ask of the way each level is built.
-    pub fn ask(&self) -> Ask {
-        Ask {
+    pub fn ask(&self) -> MethodRequest {
+        MethodRequest {
             state: self.state,
             lower: self.lower,
             spill_from: self.spill_from,

@@ -12,10 +12,10 @@ use crate::solve::level::message;
 use crate::solve::level::Lower;
 use crate::solve::level::StateKind;
 use crate::solve::options::BuildOptions;
+use crate::solve::plan::rates::{self, LevelRate};
 use crate::solve::plan::{check_slice_fits, slice_way};
 use crate::solve::ranks::engine::{solve_slice_saved, SliceCheckpoints, SliceJob};
 use crate::solve::ranks::{Comm, LowerSlices};
-use crate::solve::rates::{self, LevelRate};
 use crate::util::memory_available;
 
 /// One level of a distributed build, as this rank saw it.

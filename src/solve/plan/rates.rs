@@ -11,20 +11,14 @@ use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+pub use super::schema::HEADER;
+use super::schema::{Col, FIELDS};
 use crate::error::{Error, Result};
 use crate::game::rules::MAX_SEEDS;
 use crate::solve::level::{Lower, StateKind};
 
 /// The file's name in a database folder.
 pub const RATES_FILE: &str = "rates.csv";
-
-/// The first line of the file.
-pub const HEADER: &str = "level,positions,threads,seconds,forward_seconds,backward_seconds,\
-                          positions_per_second_per_thread,peak_rss_bytes,cpu_seconds,state,\
-                          lower,finished_unix";
-
-/// Columns of a line.
-const FIELDS: usize = 12;
 
 /// One level built: how long it took, on how many threads, with which state and way of
 /// reading the lower levels, and how much CPU time its threads had.
@@ -94,42 +88,43 @@ impl LevelRate {
         if f.len() != FIELDS {
             return None;
         }
+        let at = |c: Col| f[c as usize];
         let secs = |s: &str| s.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
         // Small levels take less than the millisecond written.
-        let seconds = secs(f[3])?;
-        let threads = f[2].parse::<usize>().ok().filter(|&t| t >= 1)?;
-        let positions = f[1].parse::<u64>().ok().filter(|&p| p >= 1)?;
-        let state = match f[9] {
+        let seconds = secs(at(Col::Seconds))?;
+        let threads = at(Col::Threads).parse::<usize>().ok().filter(|&t| t >= 1)?;
+        let positions = at(Col::Positions).parse::<u64>().ok().filter(|&p| p >= 1)?;
+        let state = match at(Col::State) {
             "fast" => StateKind::Fast,
             "compact" => StateKind::Compact,
             _ => return None,
         };
-        let lower = match f[10] {
+        let lower = match at(Col::Lower) {
             "random" => Lower::Random,
             "stream" => Lower::Stream,
             _ => return None,
         };
         // Empty where the OS did not say.
-        let peak_rss = match f[7] {
+        let peak_rss = match at(Col::PeakRss) {
             "" => None,
             s => Some(s.parse::<u64>().ok()?),
         };
-        let cpu_seconds = match f[8] {
+        let cpu_seconds = match at(Col::CpuSeconds) {
             "" => None,
             s => Some(secs(s)?),
         };
         Some(LevelRate {
-            seeds: f[0].parse().ok().filter(|&n| n <= MAX_SEEDS)?,
+            seeds: at(Col::Level).parse().ok().filter(|&n| n <= MAX_SEEDS)?,
             positions,
             threads,
             seconds,
-            forward: secs(f[4])?,
-            backward: secs(f[5])?,
+            forward: secs(at(Col::Forward))?,
+            backward: secs(at(Col::Backward))?,
             peak_rss,
             cpu_seconds,
             state,
             lower,
-            finished: f[11].parse().ok()?,
+            finished: at(Col::Finished).parse().ok()?,
         })
     }
 }
@@ -238,6 +233,7 @@ pub fn read(dir: &Path) -> Result<Option<Rates>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::schema::{header, BENCH_COLUMNS};
     use super::*;
 
     fn level(seeds: usize, positions: u64, seconds: f64) -> LevelRate {
@@ -287,10 +283,12 @@ mod tests {
         assert_eq!(a.busy(), Some(0.95));
         assert_eq!(b.busy(), None);
         // The first eight columns are those of `awari bench --csv`.
-        assert!(HEADER.starts_with(
+        assert_eq!(
+            header(BENCH_COLUMNS),
             "level,positions,threads,seconds,forward_seconds,backward_seconds,\
-             positions_per_second_per_thread,peak_rss_bytes,"
-        ));
+             positions_per_second_per_thread,peak_rss_bytes"
+        );
+        assert_eq!((FIELDS, header(FIELDS)), (12, HEADER.to_string()));
     }
 
     #[test]

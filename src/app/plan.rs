@@ -1,0 +1,530 @@
+//! What `awari plan` prints: the plan of a build ([`crate::plan::plan`]) on this machine
+//! or on the nodes described, with the rate it was timed at and where that came from
+//! (a bench CSV, the rates the builds in the folder measured, or a calibration build),
+//! what does not fit, and what would (DESIGN.md section 5.4).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::db::layout::db_dir;
+use crate::db::store::{survey, LevelInfo};
+use crate::error::{Error, Result};
+use crate::game::index::Index;
+use crate::game::rules::Rules;
+use crate::solve::build::build;
+use crate::solve::options::BuildOptions;
+use crate::solve::plan::rates::{self, Rates};
+use crate::solve::plan::schema::largest_level_rate;
+use crate::solve::plan::{
+    measured_rate, plan, rate_fall, Calibration, DiskFit, LevelPlan, Machine, Rate, BUSY_AT_LEAST,
+    DEFAULT_PACK_RATIO,
+};
+use crate::util::{bytes, disk_available, group, group_u128, memory_total};
+
+/// The most nodes a plan takes, and the most that its advice on node counts tries.
+pub const MAX_NODES: usize = 1_000_000;
+
+/// What `awari plan` is asked: the levels, the nodes (this machine's figures where not
+/// given), and where the database goes.
+#[derive(Clone, Debug)]
+pub struct PlanOptions {
+    /// The root folder of the databases: its free disk, the levels built and packed
+    /// there, and the rates its builds measured.
+    pub root: PathBuf,
+    /// The rule set (the sizes do not depend on it; the measured rate does a little).
+    pub rules: Rules,
+    /// Pits per side.
+    pub pits: usize,
+    /// The highest level planned.
+    pub max_seeds: usize,
+    /// Nodes, one rank each.
+    pub nodes: usize,
+    /// Memory per node, bytes; `None`: this machine's.
+    pub memory: Option<u64>,
+    /// Cores per node; `None`: this machine's.
+    pub cores: Option<usize>,
+    /// Disk per node, bytes; `None`: what is free under `root`, and what the levels and
+    /// checkpoints of this database there take.
+    pub disk: Option<u64>,
+    /// Whether the build writes checkpoints (each level's disk counts two of its state).
+    pub checkpoints: bool,
+    /// A bench CSV or rates file to take the rate from, instead of the rates measured in
+    /// the folder or a calibration.
+    pub rates: Option<PathBuf>,
+}
+
+/// The rate a plan is timed at, in words where it comes from, and (when its measurement
+/// was disturbed by other work) how much longer a build beside that work takes.
+struct RateFrom {
+    rate: Rate,
+    from: String,
+    busy_by: Option<f64>,
+}
+
+/// The plan of `opts` as `awari plan` prints it, line by line. `note` hears what goes to
+/// stderr as it happens (warnings, notes, the calibration), each line whole with its
+/// `warning:` or `note:`.
+pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> {
+    if opts.nodes == 0 {
+        return Err(Error::Input("--nodes must be at least 1".into()));
+    }
+    let index = Index::new(opts.pits, opts.max_seeds)?;
+    let root = opts.root.as_path();
+    // The levels of this database already on disk (the raw file of a level if both are).
+    let found: Vec<LevelInfo> = survey(root, false)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.rules == opts.rules && l.pits == opts.pits && l.problem.is_none())
+        .collect();
+    let mut on_disk = BTreeMap::new();
+    for l in found.iter().rev() {
+        on_disk.insert(l.seeds, (l.bytes, l.packed));
+    }
+    let built: u64 = on_disk.values().map(|&(b, _)| b).sum();
+    let dir = db_dir(root, opts.rules, opts.pits);
+    // A level being built has its checkpoints there, which the plan counts in its own.
+    let saved = checkpoint_bytes(&dir);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let given = |what: &str| Error::Input(what.to_string());
+    let machine = Machine {
+        nodes: opts.nodes,
+        memory: opts
+            .memory
+            .or_else(memory_total)
+            .ok_or_else(|| given("this machine does not say its memory; give --memory-per-node"))?,
+        cores: opts.cores.unwrap_or(cores),
+        disk: match opts.disk {
+            Some(d) => d,
+            // The plan counts the levels built already and the checkpoints of the one
+            // being built: their room is the database's.
+            None => {
+                disk_available(root)
+                    .ok_or_else(|| given("no free disk figure for --dir; give --disk-per-node"))?
+                    + built
+                    + saved
+            }
+        },
+    };
+    let (ratio, ratio_from) = pack_ratio(&found);
+    // The rates file of the folder: measured by the builds there.
+    let recorded = rates::read(&dir).unwrap_or_else(|e| {
+        note(&format!("warning: {}", e.one_line()));
+        None
+    });
+    let RateFrom {
+        rate,
+        from: rate_from,
+        busy_by,
+    } = match &opts.rates {
+        Some(csv) => rate_from_csv(csv)?,
+        None => match recorded
+            .as_ref()
+            .and_then(|r| measured(r, &dir, opts.pits, &mut note))
+        {
+            Some(measured) => measured,
+            None => calibrate(opts.rules, opts.pits, &mut note)?,
+        },
+    };
+    // The time each level took to build here, by the latest line of the rates file.
+    let built_in: BTreeMap<usize, f64> = recorded
+        .map(|r| r.latest().iter().map(|l| (l.seeds, l.seconds)).collect())
+        .unwrap_or_default();
+    let levels = plan(
+        &index,
+        opts.max_seeds,
+        &machine,
+        ratio,
+        Some(rate),
+        opts.checkpoints,
+    )?;
+    let mut out = Vec::new();
+    let disk_from = match (opts.disk, built, saved) {
+        (Some(_), _, _) => String::new(),
+        (None, 0, 0) => " free".to_string(),
+        (None, b, 0) => format!(" (free, and {} of levels built)", bytes(b)),
+        (None, 0, c) => format!(" (free, and {} of checkpoints)", bytes(c)),
+        (None, b, c) => format!(
+            " (free, and {} of levels built and {} of checkpoints)",
+            bytes(b),
+            bytes(c)
+        ),
+    };
+    out.push(format!(
+        "plan: {} levels 0..={}, {} pits per side, on {} node(s) of {} memory, {} cores, {} disk{disk_from} ({})",
+        opts.rules,
+        opts.max_seeds,
+        opts.pits,
+        machine.nodes,
+        bytes(machine.memory),
+        machine.cores,
+        bytes(machine.disk),
+        dir.display()
+    ));
+    if opts.checkpoints {
+        out.push(
+            "checkpoints: each level's disk counts two of its solver state (`--checkpoint-every off`: none)"
+                .into(),
+        );
+    }
+    out.push(format!(
+        "rate: {:.0} positions/s/thread ({rate_from}), falling as {}; pack ratio {ratio:.2} ({ratio_from})",
+        rate.per_thread,
+        rate_fall()
+    ));
+    out.push(format!(
+        "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>11} {:>10}  fits",
+        "level",
+        "positions",
+        "state/lower",
+        "memory/node",
+        "state",
+        "lower held",
+        "raw/node",
+        "packed/node",
+        "raw so far",
+        "packed so far",
+        "checkpoints",
+        "time"
+    ));
+    for l in &levels {
+        let way = l.way.map_or("-".to_string(), |w| w.to_string());
+        let on_disk = on_disk.get(&l.seeds).map_or(String::new(), |&(b, packed)| {
+            format!(
+                " (built: {} {}{})",
+                bytes(b),
+                if packed { "packed" } else { "raw" },
+                built_in
+                    .get(&l.seeds)
+                    .map_or(String::new(), |&s| format!(" in {}", duration(s)))
+            )
+        });
+        out.push(format!(
+            "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>11} {:>10}  {}{on_disk}",
+            l.seeds,
+            group(l.positions),
+            way,
+            bytes(l.memory()),
+            bytes(l.state),
+            bytes(l.lower),
+            bytes(l.raw),
+            bytes(l.packed),
+            bytes(l.raw_so_far),
+            bytes(l.packed_so_far),
+            bytes(l.checkpoints),
+            duration(l.seconds.unwrap_or(0.0)),
+            fits(l, &machine),
+        ));
+    }
+    // The positions of all levels may pass 2^64 where each level's do not.
+    let total: u128 = levels.iter().map(|l| l.positions as u128).sum();
+    let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
+    let last = levels.last().expect("level 0 at least");
+    let peak = levels.iter().map(|l| l.memory()).max().unwrap_or(0);
+    let ckpt = levels.iter().map(|l| l.checkpoints).max().unwrap_or(0);
+    let ckpt = if ckpt > 0 {
+        format!(", and up to {} of checkpoints", bytes(ckpt))
+    } else {
+        String::new()
+    };
+    let beside = busy_by.map_or(String::new(), |k| {
+        format!(
+            " (about {} beside work like that which disturbed the measurement)",
+            duration(seconds * k)
+        )
+    });
+    out.push(format!(
+        "total: {} positions; per node: at most {} of memory, {} of raw levels ({} packed){ckpt}; about {}{beside}",
+        group_u128(total),
+        bytes(peak),
+        bytes(last.raw_so_far),
+        bytes(last.packed_so_far),
+        duration(seconds)
+    ));
+    advise(&levels, &machine, &mut out, |m| {
+        plan(&index, opts.max_seeds, m, ratio, None, opts.checkpoints)
+    });
+    out.push(String::new());
+    Ok(out.join("\n"))
+}
+
+/// "0.4 s", "12 min", "3.1 h".
+fn duration(seconds: f64) -> String {
+    match seconds {
+        s if s < 60.0 => format!("{s:.1} s"),
+        s if s < 3600.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
+/// The bytes of the checkpoints in the database folder `dir` (`.awc` files, and `.awc.tmp`
+/// ones a kill left).
+fn checkpoint_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".awc") || name.ends_with(".awc.tmp")
+        })
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// "yes", or what does not fit.
+fn fits(l: &LevelPlan, m: &Machine) -> &'static str {
+    if !l.fits_memory(m) {
+        return match l.disk_fit(m) {
+            DiskFit::No => "NO: memory, disk",
+            _ => "NO: memory",
+        };
+    }
+    match l.disk_fit(m) {
+        DiskFit::Raw => "yes",
+        DiskFit::RawOneCheckpoint => "yes, one checkpoint at a time",
+        DiskFit::Packed => "disk: packed only",
+        DiskFit::PackedOneCheckpoint => "disk: packed, one checkpoint at a time",
+        DiskFit::RawNoCheckpoint => "yes, no room for a checkpoint",
+        DiskFit::PackedNoCheckpoint => "disk: packed, no room for a checkpoint",
+        DiskFit::No => "NO: disk",
+    }
+}
+
+/// What would make the levels that do not fit fit, as lines of `out`. The advice is a
+/// fixed point: `plan_on` plans the same levels on another machine, and the node count and
+/// the memory advised are ones that plan says fit, so that running plan again with them
+/// says every level fits.
+fn advise(
+    levels: &[LevelPlan],
+    m: &Machine,
+    out: &mut Vec<String>,
+    plan_on: impl Fn(&Machine) -> Result<Vec<LevelPlan>>,
+) {
+    let Some(big) = levels.iter().find(|l| !l.fits_memory(m)) else {
+        if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
+            out.push(format!(
+                "disk: raw levels{} run out of disk at level {}; packing them as they are built (`awari pack --all --remove-raw`) needs {} per node",
+                if l.checkpoints > 0 { " and checkpoints" } else { "" },
+                l.seeds,
+                bytes(
+                    levels
+                        .iter()
+                        .map(|l| l.packed_so_far + l.checkpoints)
+                        .max()
+                        .unwrap_or(0)
+                )
+            ));
+        } else {
+            out.push("every level fits".into());
+        }
+        // What the build does where the raw levels leave less room than two checkpoints.
+        let raw = |f: DiskFit| levels.iter().filter(move |l| l.disk_fit(m) == f);
+        if let Some(l) = raw(DiskFit::RawOneCheckpoint).next() {
+            out.push(format!(
+                "raw, from level {} on the build keeps one checkpoint at a time (it removes each before writing the next: a stop while one is written costs the level)",
+                l.seeds
+            ));
+        }
+        if let Some(l) = raw(DiskFit::RawNoCheckpoint).next() {
+            out.push(format!(
+                "raw, from level {} on the build has no room for a checkpoint and skips them",
+                l.seeds
+            ));
+        }
+        return;
+    };
+    let fits = |nodes: usize| {
+        plan_on(&Machine { nodes, ..*m }).is_ok_and(|p| p.iter().all(|l| l.fits_memory(m)))
+    };
+    // More nodes, smaller slices: the least that fits, by doubling then halving.
+    let (mut lo, mut hi) = (m.nodes, m.nodes.saturating_mul(2).min(MAX_NODES));
+    while !fits(hi) && hi < MAX_NODES {
+        lo = hi;
+        hi = hi.saturating_mul(2).min(MAX_NODES);
+    }
+    let nodes = fits(hi).then(|| {
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    });
+    // The memory that every level needs on these nodes, rounded up to what
+    // --memory-per-node takes (0.01 GB).
+    let peak = levels.iter().map(LevelPlan::memory).max().unwrap_or(0);
+    let gb = (peak as f64 / 1e7).ceil() / 100.0;
+    let on = |n: usize| format!("{n} node{}", if n == 1 { "" } else { "s" });
+    let spread = match nodes {
+        Some(n) => format!("every level fits on {} of {}", on(n), bytes(m.memory)),
+        None => format!(
+            "no number of nodes up to {MAX_NODES} of {} fits it",
+            bytes(m.memory)
+        ),
+    };
+    out.push(format!(
+        "memory: level {} is the first that does not fit ({} per node even with the smallest \
+         state, {} there is); {spread}, or on {} with --memory-per-node {gb}",
+        big.seeds,
+        bytes(big.memory()),
+        bytes(m.memory),
+        on(m.nodes),
+    ));
+}
+
+/// Raw over packed bytes of the levels packed in the database folder, if any.
+fn pack_ratio(found: &[LevelInfo]) -> (f64, String) {
+    let packed: Vec<&LevelInfo> = found.iter().filter(|l| l.packed).collect();
+    let raw: u64 = packed.iter().map(|l| l.raw_bytes).sum();
+    let bytes: u64 = packed.iter().map(|l| l.bytes).sum();
+    if packed.is_empty() || bytes == 0 {
+        return (
+            DEFAULT_PACK_RATIO,
+            "levels 16..=24 of Awari with the exit model; no packed level to measure".into(),
+        );
+    }
+    (
+        raw as f64 / bytes as f64,
+        format!("measured on the {} packed levels there", packed.len()),
+    )
+}
+
+/// The rate of the largest level of the largest thread count in a bench CSV.
+fn rate_from_csv(path: &Path) -> Result<RateFrom> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let Some((per_thread, positions, threads)) = largest_level_rate(&text) else {
+        return Err(Error::Input(format!(
+            "{}: no level rows (is it a CSV of `awari bench --csv`?)",
+            path.display()
+        )));
+    };
+    Ok(RateFrom {
+        rate: Rate {
+            per_thread,
+            level_size: positions,
+        },
+        from: format!(
+            "{}: its largest level, {} positions, with {threads} threads",
+            path.display(),
+            group(positions)
+        ),
+        busy_by: None,
+    })
+}
+
+/// The rate of the largest levels built in `dir`, from its rates file, and where it comes
+/// from; warnings to `note` for levels built beside other work. `None` when no level
+/// large enough was measured there.
+fn measured(
+    recorded: &Rates,
+    dir: &Path,
+    pits: usize,
+    note: &mut impl FnMut(&str),
+) -> Option<RateFrom> {
+    let index = Index::new(pits, Index::max_supported(pits).ok()?).ok()?;
+    let m = measured_rate(&recorded.latest(), &index)?;
+    let path = rates::rates_path(dir);
+    let list = |levels: &[usize]| {
+        levels
+            .iter()
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if recorded.ignored > 0 {
+        note(&format!(
+            "warning: {} line(s) of {} not understood and left out",
+            recorded.ignored,
+            path.display()
+        ));
+    }
+    if !m.left_out.is_empty() {
+        note(&format!(
+            "note: level(s) {} of {} left out: built beside other work (threads on a CPU under {:.0} % of the time)",
+            list(&m.left_out),
+            path.display(),
+            100.0 * BUSY_AT_LEAST
+        ));
+    }
+    if !m.disturbed.is_empty() {
+        let shares: Vec<String> = m
+            .disturbed
+            .iter()
+            .map(|(n, b)| format!("level {n} {:.0} %", 100.0 * b))
+            .collect();
+        note(&format!(
+            "warning: the levels measured were all built beside other work (threads on a CPU: {}): the times below use their rates per CPU second, what the threads did while they ran; a build beside such work takes longer",
+            shares.join(", ")
+        ));
+    }
+    let top = *m.levels.last().expect("a level at least");
+    Some(RateFrom {
+        rate: m.rate,
+        from: format!(
+            "measured by the build of level(s) {} in {}, {} thread(s): the median, referred to \
+             the fast state reading at random on level {top}'s {} positions",
+            list(&m.levels),
+            path.display(),
+            m.threads,
+            group(m.rate.level_size)
+        ),
+        busy_by: (!m.disturbed.is_empty()).then(|| m.rate.per_thread / m.by_wall.max(1e-9)),
+    })
+}
+
+/// Builds small levels in a scratch folder with every core and returns the rate of the
+/// largest one: a few seconds. A calibration disturbed by other work is said to `note`.
+fn calibrate(rules: Rules, pits: usize, note: &mut impl FnMut(&str)) -> Result<RateFrom> {
+    let top = Index::max_supported(pits)?;
+    let index = Index::new(pits, top)?;
+    // The largest level of at most about 5 million positions: a few seconds in all.
+    let max_seeds = (1..=top)
+        .take_while(|&n| index.level_size(n) <= 5_000_000)
+        .last()
+        .unwrap_or(1);
+    let scratch = std::env::temp_dir().join(format!("awari-plan-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    let opts = BuildOptions::new(&scratch, rules, pits, max_seeds).force(true);
+    note(&format!(
+        "calibrating: {rules} levels 0..={max_seeds}, {pits} pits per side"
+    ));
+    let reports = build(&opts, |_| {}, |_| {});
+    let _ = std::fs::remove_dir_all(&scratch);
+    let reports = reports?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let last = reports.last().expect("level 0 at least");
+    let calibration = Calibration {
+        seeds: max_seeds,
+        positions: last.stats.positions,
+        seconds: last.seconds,
+        cpu_seconds: last.cpu_seconds,
+        threads,
+    };
+    if let Some(w) = calibration.warning() {
+        note(&format!("warning: {w}"));
+    }
+    let busy = calibration.busy().map_or(String::new(), |b| {
+        format!(", threads on a CPU {:.0} % of the time", 100.0 * b)
+    });
+    let per = if calibration.disturbed() {
+        "per CPU second: disturbed"
+    } else {
+        "by the wall clock"
+    };
+    Ok(RateFrom {
+        rate: calibration.rate(),
+        from: format!(
+            "calibrated here on level {max_seeds} ({} positions) with {threads} threads{busy}, {per}",
+            group(last.stats.positions)
+        ),
+        busy_by: calibration
+            .disturbed()
+            .then(|| calibration.rate().per_thread / calibration.by_wall().max(1e-9)),
+    })
+}
