@@ -2,8 +2,23 @@
 //! lower levels, the fastest that fits the memory unless the build asks for one
 //! (DESIGN.md section 5.2).
 
-use super::needs::{memory_need, SPILL_FROM};
 use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
+
+/// The default state size from which a random forward pass spills its state (the spilling of
+/// DESIGN.md section 5.2): 256 MiB.
+pub const SPILL_FROM: u64 = 256 << 20;
+
+/// The memory a level needs from `state` bytes of solver state and `lower` bytes of lower
+/// levels read at random: both, or with `spill` the larger, since a spilled state and the
+/// lower levels are never in memory together. The one spill rule of the plan, the way
+/// chosen and the refusals.
+pub(crate) fn memory_need(state: u64, lower: u64, spill: bool) -> u64 {
+    if spill {
+        state.max(lower)
+    } else {
+        state + lower
+    }
+}
 
 /// How a level is built: its solver state and how its forward pass reads the lower
 /// levels (DESIGN.md section 5.2). All four ways write the same file.

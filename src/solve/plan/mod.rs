@@ -13,8 +13,8 @@ pub mod schema;
 pub mod timing;
 
 pub(crate) use method::slice_way;
-pub use method::{way, LevelMemory, LevelMethod, MethodRequest};
-pub use needs::{plan, DiskFit, LevelPlan, Machine, DEFAULT_PACK_RATIO, SPILL_FROM, STREAM_BUFFER};
+pub use method::{way, LevelMemory, LevelMethod, MethodRequest, SPILL_FROM};
+pub use needs::{plan, DiskFit, LevelPlan, Machine, DEFAULT_PACK_RATIO, STREAM_BUFFER};
 pub use refuse::{check_build_fits, check_level_fits, check_slice_fits, LowerHeld};
 pub use timing::{
     measured_rate, rate_at, rate_fall, way_cost, Calibration, Measured, Rate, BUSY_AT_LEAST,

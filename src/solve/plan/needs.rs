@@ -5,7 +5,9 @@
 //! `r` is `[r * size / R, (r + 1) * size / R)` (integer division), so slice sizes differ
 //! by at most one position. A single process is `R = 1`.
 
-use super::method::{slice_way, way, LevelMemory, LevelMethod, MethodRequest};
+use super::method::{
+    memory_need, slice_way, way, LevelMemory, LevelMethod, MethodRequest, SPILL_FROM,
+};
 use super::timing::{rate_at, way_cost, Rate};
 use crate::db::layout::largest_slice;
 use crate::db::raw::PAYLOAD_OFFSET;
@@ -137,25 +139,9 @@ pub enum DiskFit {
     No,
 }
 
-/// The default state size from which a random forward pass spills its state (DESIGN.md
-/// section 5.2): 256 MiB.
-pub const SPILL_FROM: u64 = 256 << 20;
-
 /// Stream buffers per thread: a chunk of a lower level's values and the parents found in
 /// it (generously).
 pub const STREAM_BUFFER: u64 = 1 << 20;
-
-/// The memory a level needs from `state` bytes of solver state and `lower` bytes of lower
-/// levels read at random: both, or with `spill` the larger, since a spilled state and the
-/// lower levels are never in memory together. The one spill rule of the plan, the way
-/// chosen and the refusals.
-pub(crate) fn memory_need(state: u64, lower: u64, spill: bool) -> u64 {
-    if spill {
-        state.max(lower)
-    } else {
-        state + lower
-    }
-}
 
 /// The plan of levels `0..=max_seeds` on `machine`: `pack_ratio` is raw over packed
 /// size; times come from `rate`, lowered for larger levels as [`rate_at`] says, and

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::needs::memory_need;
+use super::method::memory_need;
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;

@@ -8,24 +8,28 @@
 //!   of the lower levels a capture reaches: each position hands its value to its parents
 //!   by un-captures, raising those it holds at once and sending the others to their
 //!   owners (one message per destination and round), which raise them when they arrive;
-//! - backward pass, one threshold `t` at a time, in rounds: a rank settles the seeds of
-//!   one segment of its slice (the first [`SEGMENT`] rounds) and drains the cascade
-//!   they start among its own positions (the single-process solver's code, with its
-//!   threads); an update for a predecessor owned by another rank goes to that rank's
-//!   outbox; then every rank exchanges its outboxes and applies what it got, which may
-//!   start new cascades. With the compact state, a check of whether a position is lost
-//!   (are all its in-level children won?) that reaches a child another rank holds goes
-//!   on there, as a message, and so on from child to child; the last rank tells the
-//!   position's owner that it is lost. The threshold is done, once every segment is
-//!   seeded, when a round sends nothing anywhere: a global sum of the messages sent,
-//!   equal on every rank, so all ranks stop together and no update is lost or late.
+//! - backward pass: the one backward pass of the solver (`solve::level`'s rounds, which a
+//!   process alone runs as a partition of one rank), one threshold `t` at a time in
+//!   rounds: a rank settles the seeds of one segment of its slice ([`SEGMENT`] positions)
+//!   and drains the cascades they start among its own positions; an update for a
+//!   predecessor owned by another rank goes to that rank's outbox; then every rank
+//!   exchanges its outboxes and applies what it got, which may start new cascades. With
+//!   the compact state, a check of whether a position is lost (are all its in-level
+//!   children won?) that reaches a child another rank holds goes on there, as a message,
+//!   and so on from child to child; the last rank tells the position's owner that it is
+//!   lost. The threshold is done, once every segment is seeded, when a round sends
+//!   nothing anywhere: a global sum of the messages sent, equal on every rank, so all
+//!   ranks stop together and no update is lost or late.
 //!
-//! The pieces: the engine (one level's slice, [`solve_slice`]), the build of many
-//! levels into slice files ([`build_slices`]), and two ways for ranks to talk: MPI
-//! ([`mpi_comm`], with the `mpi` feature) and threads standing for ranks ([`local`]).
+//! The pieces: the engine (one level's slice: its forward pass, then the backward pass,
+//! with the checkpoints of `solve::checkpoints`; [`solve_slice`]), the build of many
+//! levels into slice files ([`build_slices`]), and two ways for ranks to talk besides a
+//! process alone: MPI ([`mpi_comm`], with the `mpi` feature) and threads standing for
+//! ranks ([`local`]).
 //!
-//! The values settled do not depend on the order (section 5.2), so the slices are those
-//! of the single-process build, whatever `R` and the threads of each rank.
+//! The values settled do not depend on the order in which positions are settled
+//! (DESIGN.md section 5.2, as implemented), so the slices are those of the
+//! single-process build, whatever `R` and the threads of each rank.
 
 mod build;
 mod engine;
