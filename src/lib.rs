@@ -86,6 +86,7 @@ pub mod expert {
     pub use crate::app::database::Database;
     pub use crate::app::line::{Conversion, CONVERSION_LIMIT};
     pub use crate::app::query::{draw, parse_counts, LINE_PLIES};
+    pub use crate::db::checkpoint::CheckpointAt;
     pub use crate::db::layout::{
         build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
     };
@@ -116,6 +117,7 @@ pub mod expert {
         pub use crate::db::slice::{
             gather, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
         };
+        pub use crate::solve::comm::Solo;
         pub use crate::solve::ranks::local::LocalComm;
         #[cfg(feature = "mpi")]
         pub use crate::solve::ranks::mpi_comm::MpiComm;

@@ -406,11 +406,16 @@ fn build_refuses_bad_arguments_before_starting() {
 fn distributed_build_refuses_the_flags_it_does_not_do() {
     let db = Db::empty();
     let root = db.root_str();
-    for (extra, flag) in [
-        (&["--pack"][..], "--pack"),
-        (&["--lower", "random"][..], "--lower random"),
-        (&["--spill-from", "0"][..], "--spill-from"),
-        (&["--force", "--pack"][..], "--pack"),
+    let pack = "each rank writes its slice raw; pack the levels `awari gather` makes with \
+                `awari pack`";
+    let random = "each rank holds only its slices of the lower levels, so it reads them as \
+                  streams (--lower stream)";
+    let spill = "the ranks read the lower levels as streams, so no solver state is spilled";
+    for (extra, flag, why) in [
+        (&["--pack"][..], "--pack", pack),
+        (&["--lower", "random"][..], "--lower random", random),
+        (&["--spill-from", "0"][..], "--spill-from", spill),
+        (&["--force", "--pack"][..], "--pack", pack),
     ] {
         let mut args = vec!["build", "--distributed", "--max-seeds", "4", "--dir", &root];
         args.extend_from_slice(extra);
@@ -418,7 +423,7 @@ fn distributed_build_refuses_the_flags_it_does_not_do() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(
             text(&out.stderr),
-            format!("error: {flag} is not supported with --distributed yet\n"),
+            format!("error: {flag} does not work with --distributed: {why}\n"),
             "{args:?}"
         );
         assert!(out.stdout.is_empty(), "{args:?}");

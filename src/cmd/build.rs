@@ -172,8 +172,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     args.db.writable()?;
     if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {
         if let Some(flag) = refused_over_ranks(&args) {
-            let refused = format!("{flag} is not supported with --distributed yet");
-            return Err(super::Usage(refused).into());
+            return Err(super::Usage(BuildOptions::refusal_over_ranks(flag)).into());
         }
         #[cfg(feature = "mpi")]
         return distributed(args);

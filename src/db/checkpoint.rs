@@ -36,16 +36,16 @@ const PIECE: usize = 1 << 25;
 /// Which positions of a level a checkpoint holds: the whole level (one process), or rank
 /// `rank`'s slice of a build over `ranks` ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Part {
+pub struct SliceOf {
     /// This rank.
     pub rank: usize,
     /// Ranks in all (1 for one process).
     pub ranks: usize,
 }
 
-impl Part {
+impl SliceOf {
     /// The whole level, in one process.
-    pub const WHOLE: Part = Part { rank: 0, ranks: 1 };
+    pub const WHOLE: SliceOf = SliceOf { rank: 0, ranks: 1 };
 }
 
 /// What a checkpoint says of itself.
@@ -60,7 +60,7 @@ pub struct CheckpointHeader {
     /// Positions of the whole level.
     pub positions: u64,
     /// Which part of the level.
-    pub part: Part,
+    pub part: SliceOf,
     /// The first position held.
     pub base: u64,
     /// Positions held.
@@ -99,7 +99,7 @@ impl CheckpointHeader {
         pits: usize,
         seeds: usize,
         positions: u64,
-        part: Part,
+        part: SliceOf,
         held: std::ops::Range<u64>,
     ) -> CheckpointHeader {
         let written = std::time::SystemTime::now()
@@ -172,7 +172,7 @@ impl CheckpointHeader {
             pits: level.pits,
             seeds: level.seeds,
             positions: level.positions,
-            part: Part {
+            part: SliceOf {
                 rank: u32_at(44),
                 ranks: u32_at(48),
             },
@@ -283,16 +283,16 @@ impl std::fmt::Display for CheckpointAt {
 /// The file of the checkpoint of level `n` at `at`: `level-NNN.tTT.awc` at a threshold's
 /// start, `level-NNN.tTT.sK.awc` after `K` of its segments; over ranks, the rank's part
 /// before `.awc`.
-pub fn checkpoint_path(dir: &Path, n: usize, at: CheckpointAt, part: Part) -> PathBuf {
+pub fn checkpoint_path(dir: &Path, n: usize, at: CheckpointAt, part: SliceOf) -> PathBuf {
     let next = at.next;
     let segment = match at.segment {
         0 => String::new(),
         k => format!(".s{k}"),
     };
-    if part == Part::WHOLE {
+    if part == SliceOf::WHOLE {
         dir.join(format!("level-{n:03}.t{next:02}{segment}.awc"))
     } else {
-        let Part { rank, ranks } = part;
+        let SliceOf { rank, ranks } = part;
         dir.join(format!(
             "level-{n:03}.t{next:02}{segment}.{rank}of{ranks}.awc"
         ))
@@ -317,7 +317,11 @@ fn parse_name(name: &str, n: usize) -> Option<CheckpointAt> {
 
 /// The checkpoints of level `n` of `part` in `dir`: where each stands and its file, the
 /// furthest on first. Temporary files left by a kill are removed.
-pub fn list_checkpoints(dir: &Path, n: usize, part: Part) -> Result<Vec<(CheckpointAt, PathBuf)>> {
+pub fn list_checkpoints(
+    dir: &Path,
+    n: usize,
+    part: SliceOf,
+) -> Result<Vec<(CheckpointAt, PathBuf)>> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -385,7 +389,7 @@ pub fn checkpoint_room(dir: &Path, older: &[(CheckpointAt, PathBuf)], need: u64)
 
 /// Removes every checkpoint of level `n` of `part` in `dir` (the level is done, or its
 /// checkpoints are not to be used).
-pub fn remove_checkpoints(dir: &Path, n: usize, part: Part) -> Result<()> {
+pub fn remove_checkpoints(dir: &Path, n: usize, part: SliceOf) -> Result<()> {
     for (_, path) in list_checkpoints(dir, n, part)? {
         fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
     }
@@ -517,7 +521,7 @@ mod tests {
             pits: 6,
             seeds: 20,
             positions: 1000,
-            part: Part::WHOLE,
+            part: SliceOf::WHOLE,
             base: 0,
             held: 1000,
             encoding: 2,
@@ -542,7 +546,12 @@ mod tests {
         for next in [9, 7] {
             let h = CheckpointHeader { next, ..head() };
             write_checkpoint(
-                &checkpoint_path(dir.path(), 20, CheckpointAt::threshold(next), Part::WHOLE),
+                &checkpoint_path(
+                    dir.path(),
+                    20,
+                    CheckpointAt::threshold(next),
+                    SliceOf::WHOLE,
+                ),
                 h,
                 &map,
                 &state,
@@ -551,13 +560,13 @@ mod tests {
         }
         // Another level's, another rank's, and a temporary file left by a kill.
         write_checkpoint(
-            &checkpoint_path(dir.path(), 21, CheckpointAt::threshold(3), Part::WHOLE),
+            &checkpoint_path(dir.path(), 21, CheckpointAt::threshold(3), SliceOf::WHOLE),
             head(),
             &map,
             &state,
         )
         .unwrap();
-        let other = Part { rank: 1, ranks: 2 };
+        let other = SliceOf { rank: 1, ranks: 2 };
         write_checkpoint(
             &checkpoint_path(dir.path(), 20, CheckpointAt::threshold(5), other),
             head(),
@@ -575,7 +584,7 @@ mod tests {
                 segment_shift: 6,
                 ..head()
             };
-            let path = checkpoint_path(dir.path(), 20, at, Part::WHOLE);
+            let path = checkpoint_path(dir.path(), 20, at, SliceOf::WHOLE);
             write_checkpoint(&path, h, &map, &state).unwrap();
             let back = Checkpoint::open(&path, &head()).unwrap().head;
             assert_eq!((back.segment, back.segment_shift), (segment, 6));
@@ -592,7 +601,7 @@ mod tests {
         .ends_with("level-020.t09.s12.1of2.awc"));
         let tmp = dir.path().join("level-020.t05.awc.tmp");
         fs::write(&tmp, b"half").unwrap();
-        let listed = list_checkpoints(dir.path(), 20, Part::WHOLE).unwrap();
+        let listed = list_checkpoints(dir.path(), 20, SliceOf::WHOLE).unwrap();
         let at: Vec<(u8, u32)> = listed.iter().map(|(t, _)| (t.next, t.segment)).collect();
         assert_eq!(at, [(7, 0), (9, 12), (9, 2), (9, 0)]);
         assert!(listed[1].1.ends_with("level-020.t09.s12.awc"));
@@ -609,8 +618,8 @@ mod tests {
         let (mut m, mut s) = (vec![0; 128], vec![0; 1000]);
         c.read(&mut m, &mut s).unwrap();
         assert_eq!((m, s), (map.clone(), state.clone()));
-        remove_checkpoints(dir.path(), 20, Part::WHOLE).unwrap();
-        assert!(list_checkpoints(dir.path(), 20, Part::WHOLE)
+        remove_checkpoints(dir.path(), 20, SliceOf::WHOLE).unwrap();
+        assert!(list_checkpoints(dir.path(), 20, SliceOf::WHOLE)
             .unwrap()
             .is_empty());
         assert_eq!(list_checkpoints(dir.path(), 20, other).unwrap().len(), 1);
@@ -619,7 +628,7 @@ mod tests {
     #[test]
     fn damaged_truncated_and_foreign_checkpoints_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let path = checkpoint_path(dir.path(), 20, CheckpointAt::threshold(7), Part::WHOLE);
+        let path = checkpoint_path(dir.path(), 20, CheckpointAt::threshold(7), SliceOf::WHOLE);
         let state = vec![3u8; 1000];
         write_checkpoint(&path, head(), &[1; 16], &state).unwrap();
         let good = fs::read(&path).unwrap();

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::db::checkpoint::{
     checkpoint_need, checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints,
-    Checkpoint, CheckpointAt, CheckpointHeader, CheckpointRoom, Part,
+    Checkpoint, CheckpointAt, CheckpointHeader, CheckpointRoom, SliceOf,
 };
 use crate::error::Error;
 use crate::game::rules::Rules;
@@ -50,8 +50,8 @@ pub(crate) struct Checkpoints<'a, M: Comm> {
 
 impl<'a, M: Comm> Checkpoints<'a, M> {
     /// Which part of the level this rank's files hold.
-    fn part(&self) -> Part {
-        Part {
+    fn part(&self) -> SliceOf {
+        SliceOf {
             rank: self.comm.rank(),
             ranks: self.comm.size(),
         }
@@ -205,6 +205,10 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
     fn due(&mut self) -> bool {
         // Every rank decides alike: when any rank's interval is up.
         self.every.is_some() && self.comm.sum(self.due_here() as u64) > 0
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.every.map(|every| self.last + every)
     }
 
     /// Saves this rank's state at `stage`. Where a rank's disk would not hold its slice's

@@ -169,9 +169,30 @@ impl BuildOptions {
         }
     }
 
-    /// The option a build over ranks does not do yet, as the command line names it
+    /// The one-line refusal of `flag` (`--pack`, `--lower random`, `--spill-from`) in a build
+    /// over ranks, saying why the ranks cannot do it.
+    pub fn refusal_over_ranks(flag: &str) -> String {
+        let why = match flag {
+            "--pack" => {
+                "each rank writes its slice raw; pack the levels `awari gather` makes with \
+                 `awari pack`"
+            }
+            "--lower random" => {
+                "each rank holds only its slices of the lower levels, so it reads them as \
+                 streams (--lower stream)"
+            }
+            "--spill-from" => {
+                "the ranks read the lower levels as streams, so no solver state is spilled"
+            }
+            _ => "the ranks do not do it",
+        };
+        format!("{flag} does not work with --distributed: {why}")
+    }
+
+    /// The option a build over ranks does not do, as the command line names it
     /// (`--pack`, `--lower random`); `None` when it does them all. Spilling needs the
-    /// lower levels read at random, so it never happens over ranks.
+    /// lower levels read at random, so it never happens over ranks. [`BuildOptions::refusal_over_ranks`]
+    /// says why, in the line that refuses it.
     pub fn unsupported_over_ranks(&self) -> Option<&'static str> {
         if self.pack {
             Some("--pack")

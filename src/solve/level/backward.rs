@@ -104,7 +104,7 @@ pub(crate) trait Remote: Sync {
 
 /// Per-thread buffers of the backward pass, reused across tasks.
 #[derive(Default)]
-pub(crate) struct Work {
+pub(crate) struct Buffers {
     /// Settled positions whose predecessors are still to be told: index, board, and
     /// whether it is won for its side to move.
     stack: Vec<(u64, Board, bool)>,
@@ -149,12 +149,12 @@ pub(crate) struct Backward<'a, E: Settle> {
 impl<E: Settle> Backward<'_, E> {
     /// Settles the positions of `range` (indices of the level, held here) that threshold
     /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
-    pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
+    pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Buffers) -> u64 {
         with_pits!(self.index.pits_per_side(), P => self.seed_range_p::<P>(t, range, work))
     }
 
     /// [`Backward::seed_range`] with the pits per side, `P`, known at compile time.
-    fn seed_range_p<const P: usize>(&self, t: i8, range: Range<u64>, work: &mut Work) -> u64 {
+    fn seed_range_p<const P: usize>(&self, t: i8, range: Range<u64>, work: &mut Buffers) -> u64 {
         let mut settled = 0;
         let (lo, hi) = (
             (range.start - self.base) as usize,
@@ -199,12 +199,12 @@ impl<E: Settle> Backward<'_, E> {
 
     /// Takes in what another rank sent about a position held here, `m`, at threshold `t`:
     /// what it settles goes on `work`'s stack, for [`Backward::drain`].
-    pub(crate) fn receive(&self, m: Message, t: i8, work: &mut Work) {
+    pub(crate) fn receive(&self, m: Message, t: i8, work: &mut Buffers) {
         with_pits!(self.index.pits_per_side(), P => self.receive_p::<P>(m, t, work))
     }
 
     /// [`Backward::receive`] with the pits per side, `P`, known at compile time.
-    fn receive_p<const P: usize>(&self, m: Message, t: i8, work: &mut Work) {
+    fn receive_p<const P: usize>(&self, m: Message, t: i8, work: &mut Buffers) {
         let (index, n) = (self.index, self.n);
         let mut out = work.queues();
         match m {
@@ -229,13 +229,13 @@ impl<E: Settle> Backward<'_, E> {
 
     /// Propagates every settled position on the stack to its predecessors at threshold
     /// `t` until nothing more is settled here. Returns the positions handled.
-    pub(crate) fn drain(&self, t: i8, work: &mut Work) -> u64 {
+    pub(crate) fn drain(&self, t: i8, work: &mut Buffers) -> u64 {
         with_pits!(self.index.pits_per_side(), P => self.drain_p::<P>(t, work))
     }
 
     /// [`Backward::drain`] with the pits per side, `P`, known at compile time: the
     /// un-moves, their ranks and the updates unroll for the board size.
-    fn drain_p<const P: usize>(&self, t: i8, work: &mut Work) -> u64 {
+    fn drain_p<const P: usize>(&self, t: i8, work: &mut Buffers) -> u64 {
         let held = self.state.len() as u64;
         let mut done = 0;
         // What ranking each settled position's base board leaves, refilled per position.
@@ -252,9 +252,9 @@ impl<E: Settle> Backward<'_, E> {
                 let half = work.stack.split_off(work.stack.len() / 2);
                 let ((a, outbox), b) = rayon::join(
                     || {
-                        let mut other = Work {
+                        let mut other = Buffers {
                             stack: half,
-                            ..Work::default()
+                            ..Buffers::default()
                         };
                         (self.drain_p::<P>(t, &mut other), other.outbox)
                     },
@@ -263,7 +263,7 @@ impl<E: Settle> Backward<'_, E> {
                 work.merge(outbox);
                 return done + a + b;
             }
-            let Work {
+            let Buffers {
                 stack,
                 pending,
                 ahead,
@@ -323,7 +323,7 @@ impl<E: Settle> Backward<'_, E> {
     }
 }
 
-impl Work {
+impl Buffers {
     /// The queues that settling a seed or a message fills.
     fn queues(&mut self) -> Queues<'_> {
         Queues {

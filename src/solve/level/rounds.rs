@@ -12,12 +12,13 @@
 //! settled by that cascade, so the values are the same.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::backward::{Backward, Message, Remote, Settle, Work};
+use super::backward::{Backward, Buffers, Message, Remote, Settle};
 use super::message;
 use super::state::{threshold_bit, State};
 use super::PhaseTimes;
@@ -65,6 +66,9 @@ impl Stage {
 pub(crate) trait Saves<E: Settle> {
     /// Whether a save is due now.
     fn due(&mut self) -> bool;
+    /// When a save falls due on this rank, if ever: a process alone stops seeding at the
+    /// end of the segment in which it passes, without asking at every segment.
+    fn deadline(&self) -> Option<Instant>;
     /// Saves `state` at `stage`, no thread touching it and nothing in flight; `present` is
     /// the union of its threshold map, `times` the passes' times so far.
     fn save(&mut self, state: &mut State<E>, stage: Stage, present: u64, times: PhaseTimes);
@@ -76,6 +80,10 @@ pub(crate) struct NoSaves;
 impl<E: Settle> Saves<E> for NoSaves {
     fn due(&mut self) -> bool {
         false
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        None
     }
 
     fn save(&mut self, _: &mut State<E>, _: Stage, _: u64, _: PhaseTimes) {}
@@ -165,7 +173,10 @@ pub(crate) fn backward_pass<E: Settle, M: Comm>(
 
 /// Threshold `t` over this rank's slice from segment `k` on, in rounds until no rank has
 /// anything left to send: `false` when it is done, `true` when it paused for a save after
-/// segment `k` (every rank at the same one).
+/// segment `k` (every rank at the same one). Over ranks a round seeds one segment, which
+/// bounds what it sends; a process alone seeds every segment left in one round, and
+/// stops at the end of a segment only when a save falls due (a round's end waits for
+/// every thread, which ranks pay to bound their outboxes; a process alone has none).
 fn threshold<E: Settle, M: Comm>(
     part: &Partition<M>,
     back: &Backward<E>,
@@ -174,11 +185,11 @@ fn threshold<E: Settle, M: Comm>(
     segments: u64,
     saves: &mut dyn Saves<E>,
 ) -> bool {
-    let (comm, mine) = (part.comm, &part.mine);
+    let comm = part.comm;
     let ranks = comm.size();
     // The outboxes of the round, filled by the tasks as they end.
-    let sink: Mutex<Work> = Mutex::new(Work::default());
-    let flush = |work: &mut Work| {
+    let sink: Mutex<Buffers> = Mutex::new(Buffers::default());
+    let flush = |work: &mut Buffers| {
         if work.outbox.iter().any(|b| !b.is_empty()) {
             sink.lock().unwrap().merge(std::mem::take(&mut work.outbox));
         }
@@ -188,19 +199,15 @@ fn threshold<E: Settle, M: Comm>(
     loop {
         if !pausing && *k < segments {
             // Every rank asks in the same rounds: `k` and `segments` are the same on all.
-            pausing = *k > first && saves.due();
+            pausing = ranks > 1 && *k > first && saves.due();
             if !pausing {
-                let lo = (mine.start + *k * SEGMENT).min(mine.end);
-                let hi = (lo + SEGMENT).min(mine.end);
-                (0..(hi - lo).div_ceil(CHUNK))
-                    .into_par_iter()
-                    .for_each_init(Work::default, |work, c| {
-                        let start = lo + c * CHUNK;
-                        let end = (start + CHUNK).min(hi);
-                        part.progress.inc(back.seed_range(t, start..end, work));
-                        flush(work);
-                    });
-                *k += 1;
+                let (upto, deadline) = match ranks {
+                    1 => (segments, saves.deadline()),
+                    _ => (*k + 1, None),
+                };
+                let reached = seed(part, back, t, *k..upto, deadline, &flush);
+                pausing = reached < upto;
+                *k = reached;
             }
         }
         let mut outbox = std::mem::take(&mut sink.lock().unwrap().outbox);
@@ -218,13 +225,55 @@ fn threshold<E: Settle, M: Comm>(
         }
         let got = comm.exchange(outbox);
         // Every part is whole 8-byte messages, so the buffer cuts anywhere on 8 bytes.
-        got.bytes()
-            .par_chunks(8 * CHUNK as usize)
-            .for_each_init(Work::default, |work, updates| {
+        got.bytes().par_chunks(8 * CHUNK as usize).for_each_init(
+            Buffers::default,
+            |work, updates| {
                 part.progress.inc(apply(back, t, updates, work));
                 flush(work);
-            });
+            },
+        );
     }
+}
+
+/// Settles the seeds of threshold `t` in the segments `segments` of this rank's slice,
+/// with everything they settle here, by the rayon threads: each takes the next chunk in
+/// index order, so that the chunks done are always the first ones. Once `deadline` has
+/// passed, no chunk past the end of the segment being seeded is taken. Returns the
+/// segments done: every seed of a segment below it is settled (a chunk taken past it is
+/// done too, and seeding it again changes nothing).
+fn seed<E: Settle, M: Comm>(
+    part: &Partition<M>,
+    back: &Backward<E>,
+    t: i8,
+    segments: Range<u64>,
+    deadline: Option<Instant>,
+    flush: &(dyn Fn(&mut Buffers) + Sync),
+) -> u64 {
+    let mine = &part.mine;
+    // Chunks of a segment: a segment of the slice is cut into chunks of its own.
+    let per = SEGMENT.div_ceil(CHUNK);
+    let next = AtomicU64::new(segments.start * per);
+    let stop = AtomicU64::new(segments.end * per);
+    let threads = rayon::current_num_threads();
+    (0..threads)
+        .into_par_iter()
+        .for_each_init(Buffers::default, |work, _| loop {
+            let c = next.fetch_add(1, Relaxed);
+            if c >= stop.load(Relaxed) {
+                break;
+            }
+            let segment = (mine.start + c / per * SEGMENT).min(mine.end);
+            let start = (segment + c % per * CHUNK).min(mine.end);
+            let end = (start + CHUNK).min(segment + SEGMENT).min(mine.end);
+            if start < end {
+                part.progress.inc(back.seed_range(t, start..end, work));
+                flush(work);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                stop.fetch_min((c / per + 1) * per, Relaxed);
+            }
+        });
+    stop.load(Relaxed).min(segments.end * per) / per
 }
 
 /// The ranks of a level, as the backward pass sends to them: each message to the outbox of
@@ -250,7 +299,7 @@ impl Remote for Owners {
 /// Applies the messages other ranks sent (words of [`message`]), and everything they
 /// settle here in turn, a batch at a time: the cells of a batch's positions are
 /// prefetched before any is read. Returns the positions handled.
-fn apply<E: Settle>(back: &Backward<E>, t: i8, messages: &[u8], work: &mut Work) -> u64 {
+fn apply<E: Settle>(back: &Backward<E>, t: i8, messages: &[u8], work: &mut Buffers) -> u64 {
     let mut settled = 0;
     for batch in messages.chunks(8 * BATCH) {
         for m in message::words(batch).map(message::decode) {

@@ -3,7 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use crate::db::checkpoint::{remove_checkpoints, CheckpointAt, Part};
+use crate::db::checkpoint::{remove_checkpoints, CheckpointAt, SliceOf};
 use crate::db::layout::{build_command, db_dir, slice, Expect};
 use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
@@ -67,9 +67,7 @@ pub fn build_slices<M: Comm>(
     let (rank, ranks) = (comm.rank(), comm.size());
     let (rules, pits, max_seeds) = (opts.rules, opts.pits, opts.max_seeds);
     if let Some(flag) = opts.unsupported_over_ranks() {
-        return Err(Error::Input(format!(
-            "{flag} is not supported with --distributed yet"
-        )));
+        return Err(Error::Input(BuildOptions::refusal_over_ranks(flag)));
     }
     let index = opts.checked_index()?;
     let dir = db_dir(&opts.root, rules, pits);
@@ -152,7 +150,7 @@ pub fn build_slices<M: Comm>(
         let mut state = None;
         let mut phases = None;
         let everywhere = comm.sum(found.is_some() as u64) == ranks as u64;
-        let part = Part { rank, ranks };
+        let part = SliceOf { rank, ranks };
         if everywhere || opts.force {
             // A level kept needs none; a forced one starts afresh.
             remove_checkpoints(dir, n, part)?;
@@ -358,7 +356,8 @@ mod tests {
         let e = build_slices(&LocalComm::group(1)[0], &opts, |_| {}, |_| {}).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--pack is not supported with --distributed yet"
+            "--pack does not work with --distributed: each rank writes its slice raw; pack \
+             the levels `awari gather` makes with `awari pack`"
         );
         assert!(!tmp.path().join("packed").exists());
         // A rank whose folder another build holds stops, and every rank with it.

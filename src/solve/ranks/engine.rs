@@ -367,7 +367,7 @@ mod tests {
 #[cfg(test)]
 mod checkpoint_tests {
     use super::*;
-    use crate::db::checkpoint::{checkpoint_path, list_checkpoints, Part};
+    use crate::db::checkpoint::{checkpoint_path, list_checkpoints, SliceOf};
     use crate::solve::ranks::local::LocalComm;
 
     /// Level `n` of 4-pit Oware over `ranks` thread ranks, each saving its checkpoints in
@@ -487,7 +487,8 @@ mod checkpoint_tests {
                 }
             };
             restore();
-            let left = list_checkpoints(&root.join("rank0"), n, Part { rank: 0, ranks }).unwrap();
+            let left =
+                list_checkpoints(&root.join("rank0"), n, SliceOf { rank: 0, ranks }).unwrap();
             assert_eq!(left.len(), 1, "{left:?}");
             let t = left[0].0;
             // Saved at every chance, the last one is inside the last threshold, after all
@@ -503,7 +504,7 @@ mod checkpoint_tests {
             // The last rank's checkpoint damaged: no rank resumes, each starts the level
             // afresh.
             restore();
-            let part = Part { rank: last, ranks };
+            let part = SliceOf { rank: last, ranks };
             let path = checkpoint_path(&root.join(format!("rank{last}")), n, t, part);
             let mut bytes = std::fs::read(&path).unwrap();
             *bytes.last_mut().unwrap() ^= 1;

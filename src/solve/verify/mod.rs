@@ -39,7 +39,7 @@ mod mismatch;
 
 use batch::Ctx;
 use local::Streamed;
-// Part of the reports (`LevelCheck`, `DeepCheck`): public here, as before the split.
+// SliceOf of the reports (`LevelCheck`, `DeepCheck`): public here, as before the split.
 pub use mismatch::Mismatches;
 
 /// What to verify.

@@ -11,7 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::db::checkpoint::{list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt, Part};
+use crate::db::checkpoint::{
+    list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt, SliceOf,
+};
 use crate::db::layout::{build_command, db_dir, level_path, packed_path, Expect};
 use crate::db::lock::DirLock;
 use crate::db::model::Model;
@@ -21,7 +23,6 @@ use crate::db::source::{LevelSource, LowerSources};
 use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::game::rules::Rules;
 use crate::game::scan::lowest_captured_level;
 use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::Solo;
@@ -38,6 +39,9 @@ use crate::solve::plan::{
     check_build_fits, check_level_fits, way, LevelMemory, LevelMethod, LowerHeld,
 };
 use crate::util::{cpu_seconds, memory_available, peak_rss, HugeBuf, LevelBar};
+use lower::LowerInMemory;
+
+mod lower;
 
 /// The default [`BuildOptions::spill_from`]: 256 MiB of solver state (6 pits: levels 22
 /// and up). Below it the lower levels and the state together are small, and the extra
@@ -180,14 +184,14 @@ impl Builder<'_> {
         let want = Expect::level(opts.rules, &self.index, n);
         let kept = if opts.force {
             // A forced build starts every level afresh.
-            remove_checkpoints(dir, n, Part::WHOLE)?;
+            remove_checkpoints(dir, n, SliceOf::WHOLE)?;
             Ok(None)
         } else {
             keep_level(dir, &want, &mut self.done, exits)
         };
         if let Ok(Some(stats)) = kept {
             // Left by a build stopped after writing the level.
-            remove_checkpoints(dir, n, Part::WHOLE)?;
+            remove_checkpoints(dir, n, SliceOf::WHOLE)?;
             return Ok(LevelReport {
                 seeds: n,
                 skipped: true,
@@ -301,7 +305,7 @@ impl Builder<'_> {
     /// what solving it gave, and its values ([`Checkpoints::take_up`] says which
     /// checkpoints are refused, and which kept for later).
     fn resume_level(&mut self, n: usize) -> Result<Option<(Solved, HugeBuf)>> {
-        if list_checkpoints(&self.dir, n, Part::WHOLE)?.is_empty() {
+        if list_checkpoints(&self.dir, n, SliceOf::WHOLE)?.is_empty() {
             return Ok(None);
         }
         let (opts, size) = (self.opts, self.index.level_size(n));
@@ -355,7 +359,7 @@ impl Builder<'_> {
             write_level(opts, n, &raw, &values)?;
             (raw, packed)
         };
-        remove_checkpoints(dir, n, Part::WHOLE)?;
+        remove_checkpoints(dir, n, SliceOf::WHOLE)?;
         if stale.exists() {
             fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
             (self.warn)(&format!(
@@ -523,97 +527,6 @@ impl Builder<'_> {
     }
 }
 
-/// The finished levels a random forward pass reads, in anonymous memory in huge pages: a
-/// level just built keeps the memory its solver state had ([`State::into_values`]); one
-/// found on disk is read into such memory from its file (raw, or packed and decompressed)
-/// the first time a level needs it. Through the files' maps (4 KiB pages) nearly every
-/// random read of a lower level also missed the TLB. A level whose state spills lets the
-/// level below it go before its forward pass (which reads levels up to two below) and all
-/// the others after it; the next level reads them again.
-#[derive(Default)]
-struct LowerInMemory {
-    /// Level `m`, or `None` when not held.
-    levels: Vec<Option<HugeBuf>>,
-}
-
-impl LowerInMemory {
-    /// Holds every level that level `n` reads (from the lowest a capture reaches to `n -
-    /// 2`), from the files in `dir`, or from `done` for a level it holds decompressed;
-    /// lets go of the levels below those.
-    fn fill(
-        &mut self,
-        n: usize,
-        index: &Index,
-        dir: &Path,
-        rules: Rules,
-        done: &LevelStack,
-    ) -> Result<()> {
-        let first = lowest_captured_level(index.pits_per_side(), n);
-        self.levels.resize_with(self.levels.len().max(n), || None);
-        for m in 0..first {
-            self.levels[m] = None;
-        }
-        for m in first..n.saturating_sub(1) {
-            if self.levels[m].is_some() {
-                continue;
-            }
-            let len = index.level_size(m) as usize;
-            let mut buf = HugeBuf::zeroed(len).map_err(|e| {
-                Error::Resources(format!("cannot allocate {len} bytes for level {m}: {e}"))
-            })?;
-            match done.get(m) {
-                Some(Values::Owned(v)) => buf.copy_from_slice(v),
-                _ => {
-                    let want = Expect::level(rules, index, m);
-                    LevelSource::open_required(dir, &want, index.max_seeds())?
-                        .read_parallel(&mut buf)?
-                }
-            }
-            self.levels[m] = Some(buf);
-        }
-        Ok(())
-    }
-
-    /// The values of the levels below `n` as a random forward pass reads them: the
-    /// levels held, and empty slices for the others, which it never reads.
-    fn below(&self, n: usize) -> Vec<&[u8]> {
-        (0..n)
-            .map(|m| match self.levels.get(m) {
-                Some(Some(buf)) => &buf[..],
-                _ => &[][..],
-            })
-            .collect()
-    }
-
-    /// Holds the values of level `n`, just built.
-    fn keep(&mut self, n: usize, values: HugeBuf) {
-        self.levels
-            .resize_with(self.levels.len().max(n + 1), || None);
-        self.levels[n] = Some(values);
-    }
-
-    /// Bytes held of the levels `range`.
-    fn held(&self, range: &std::ops::Range<usize>) -> u64 {
-        range
-            .clone()
-            .filter_map(|m| self.levels.get(m)?.as_ref())
-            .map(|b| b.len() as u64)
-            .sum()
-    }
-
-    /// Lets level `m` go, if held.
-    fn let_go(&mut self, m: usize) {
-        if let Some(level) = self.levels.get_mut(m) {
-            *level = None;
-        }
-    }
-
-    /// Lets every level go.
-    fn release(&mut self) {
-        self.levels.iter_mut().for_each(|l| *l = None);
-    }
-}
-
 /// The line of the rates file for a level built (`None` when kept, or resumed from a
 /// checkpoint: its time is of a part of the level), by the threads of the pool the build
 /// runs on.
@@ -654,182 +567,4 @@ fn write_packed(opts: &BuildOptions, dir: &Path, want: &Expect, values: &[u8]) -
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::db::pack::{pack_payload, PackOptions};
-
-    fn opts(root: &Path, max_seeds: usize, force: bool) -> BuildOptions {
-        BuildOptions::new(root, Rules::Awari, 3, max_seeds).force(force)
-    }
-
-    /// Builds, collecting the warnings.
-    fn build_warned(opts: &BuildOptions) -> (Vec<LevelReport>, Vec<String>) {
-        let mut warnings = Vec::new();
-        let reports = build(opts, |_| {}, |w| warnings.push(w.to_string())).unwrap();
-        (reports, warnings)
-    }
-
-    /// A spilled state (in stripes of two chunks under test) and the lower levels let go
-    /// before the backward pass give the same files as a build in memory, under both
-    /// rule sets, and leave no spill file behind.
-    #[test]
-    fn spilling_the_state_changes_no_byte() {
-        for rules in [Rules::Awari, Rules::Oware] {
-            let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-            let c = tempfile::tempdir().unwrap();
-            let run = |root: &Path, spill_from: u64, state: StateKind| {
-                let o = BuildOptions::new(root, rules, 4, 16)
-                    .spill_from(spill_from)
-                    .state(state)
-                    .lower(Lower::Random);
-                build_warned(&o)
-            };
-            run(a.path(), u64::MAX, StateKind::Fast);
-            run(b.path(), 0, StateKind::Fast);
-            run(c.path(), 0, StateKind::Compact);
-            let (da, db) = (db_dir(a.path(), rules, 4), db_dir(b.path(), rules, 4));
-            let dc = db_dir(c.path(), rules, 4);
-            for n in 0..=16 {
-                let (x, y) = (level_path(&da, n), level_path(&dc, n));
-                assert_eq!(
-                    fs::read(&x).unwrap(),
-                    fs::read(&y).unwrap(),
-                    "{rules} level {n}"
-                );
-            }
-            // Level 16 spans several stripes.
-            assert!(Index::new(4, 16).unwrap().level_size(16) > 3 * STRIPE_IN_TESTS);
-            for n in 0..=16 {
-                let (x, y) = (level_path(&da, n), level_path(&db, n));
-                assert_eq!(
-                    fs::read(&x).unwrap(),
-                    fs::read(&y).unwrap(),
-                    "{rules} level {n}"
-                );
-            }
-            let names: Vec<_> = fs::read_dir(&db)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().into_string().unwrap())
-                .filter(|f| !f.ends_with(".awl") && !f.starts_with(".lock") && f != "rates.csv")
-                .collect();
-            assert!(names.is_empty(), "left behind: {names:?}");
-        }
-    }
-
-    /// A level built over a lower level that is only packed (exit model, decompressed and
-    /// resolved into memory, not copied into huge pages) and over raw levels read back from
-    /// disk is the level a build from scratch writes.
-    #[test]
-    fn building_over_a_packed_level_reads_it() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = db_dir(t.path(), Rules::Awari, 3);
-        build_warned(&opts(t.path(), 9, false));
-        let want = fs::read(level_path(&dir, 9)).unwrap();
-        let below: Vec<Vec<u8>> = (0..5)
-            .map(|m| fs::read(level_path(&dir, m)).unwrap()[4096..].to_vec())
-            .collect();
-        let below: Vec<&[u8]> = below.iter().map(|v| &v[..]).collect();
-        let five = fs::read(level_path(&dir, 5)).unwrap();
-        let (raw, packed) = (level_path(&dir, 5), packed_path(&dir, 5));
-        pack_payload(
-            &packed,
-            Rules::Awari,
-            3,
-            5,
-            &five[4096..],
-            &PackOptions::default(),
-            &below,
-        )
-        .unwrap();
-        fs::remove_file(&raw).unwrap();
-        fs::remove_file(level_path(&dir, 9)).unwrap();
-        let (reports, warnings) = build_warned(&opts(t.path(), 9, false));
-        assert!(warnings.is_empty(), "{warnings:?}");
-        assert!(reports[..9].iter().all(|r| r.skipped) && !reports[9].skipped);
-        assert!(packed.exists() && !raw.exists());
-        assert_eq!(fs::read(level_path(&dir, 9)).unwrap(), want);
-    }
-
-    /// Each level built adds its line to the rates file, with its positions, way and
-    /// threads; a level kept adds none.
-    #[test]
-    fn the_build_records_each_level_it_builds() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = db_dir(t.path(), Rules::Awari, 3);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let (reports, _) = pool.install(|| build_warned(&opts(t.path(), 8, false)));
-        let rates = rates::read(&dir).unwrap().unwrap();
-        assert_eq!(rates.ignored, 0);
-        let index = Index::new(3, 8).unwrap();
-        assert_eq!(rates.levels.len(), 9);
-        for (n, (line, report)) in rates.levels.iter().zip(&reports).enumerate() {
-            assert_eq!((line.seeds, line.positions), (n, index.level_size(n)));
-            assert_eq!(line.threads, 2);
-            let way = report.way.unwrap();
-            assert_eq!((line.state, line.lower), (way.state, way.lower));
-            assert!((line.seconds - report.seconds).abs() < 0.001);
-            assert!(line.cpu_seconds.is_some() && report.cpu_seconds.is_some());
-        }
-        let (reports, _) = build_warned(&opts(t.path(), 8, false));
-        assert!(reports
-            .iter()
-            .all(|r| r.skipped && r.cpu_seconds == Some(0.0)));
-        assert_eq!(rates::read(&dir).unwrap().unwrap().levels.len(), 9);
-        build_warned(&opts(t.path(), 8, true));
-        assert_eq!(rates::read(&dir).unwrap().unwrap().latest().len(), 9);
-        assert_eq!(rates::read(&dir).unwrap().unwrap().levels.len(), 18);
-    }
-
-    #[test]
-    fn rebuilding_a_damaged_pack_removes_it() {
-        let t = tempfile::tempdir().unwrap();
-        let (reports, warnings) = build_warned(&opts(t.path(), 8, false));
-        assert!(reports.iter().all(|r| !r.skipped) && warnings.is_empty());
-        let dir = db_dir(t.path(), Rules::Awari, 3);
-        let (raw, packed) = (level_path(&dir, 8), packed_path(&dir, 8));
-        let good = fs::read(&raw).unwrap();
-        // Level 8 packed only, then damaged: a flipped byte in its last block.
-        let pack = PackOptions {
-            block: 64,
-            ..PackOptions::default()
-        };
-        let below: Vec<Vec<u8>> = (0..8)
-            .map(|m| fs::read(level_path(&dir, m)).unwrap()[4096..].to_vec())
-            .collect();
-        let below: Vec<&[u8]> = below.iter().map(|v| &v[..]).collect();
-        pack_payload(&packed, Rules::Awari, 3, 8, &good[4096..], &pack, &below).unwrap();
-        fs::remove_file(&raw).unwrap();
-        let mut bytes = fs::read(&packed).unwrap();
-        let at = bytes.len() - 3;
-        bytes[at] ^= 0x40;
-        fs::write(&packed, &bytes).unwrap();
-
-        let (reports, warnings) = build_warned(&opts(t.path(), 8, false));
-        assert!(reports[..8].iter().all(|r| r.skipped) && !reports[8].skipped);
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(
-            warnings[0].starts_with("rebuilding level 8"),
-            "{warnings:?}"
-        );
-        assert!(
-            warnings[1].starts_with("removed the stale packed level")
-                && warnings[1].contains("level-008.awp"),
-            "{warnings:?}"
-        );
-        assert!(!packed.exists());
-        assert_eq!(fs::read(&raw).unwrap(), good);
-
-        // With --force, a pack beside the raw level goes too; without, it stays.
-        pack_payload(&packed, Rules::Awari, 3, 8, &good[4096..], &pack, &below).unwrap();
-        let (_, warnings) = build_warned(&opts(t.path(), 8, false));
-        assert!(warnings.is_empty() && packed.exists(), "{warnings:?}");
-        let (reports, warnings) = build_warned(&opts(t.path(), 8, true));
-        assert!(reports.iter().all(|r| !r.skipped));
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(!packed.exists());
-        assert_eq!(fs::read(&raw).unwrap(), good);
-    }
-}
+mod tests;
