@@ -207,20 +207,10 @@ impl SliceLevel {
     }
 }
 
-/// Writes slice `rank` of `ranks` (indices `range`) of level `seeds` to `path`: under a
-/// temporary name, synced and renamed into place.
-#[allow(clippy::too_many_arguments)]
-pub fn write_slice(
-    path: &Path,
-    rules: Rules,
-    pits: usize,
-    seeds: usize,
-    positions: u64,
-    rank: usize,
-    ranks: usize,
-    range: Range<u64>,
-    payload: &[u8],
-) -> Result<()> {
+/// Writes the slice `head` describes (its checksum is computed here from `payload`, the
+/// values of its range) to `path`: under a temporary name, synced and renamed into place.
+pub fn write_slice(path: &Path, head: SliceHeader, payload: &[u8]) -> Result<()> {
+    let range = head.range.clone();
     if payload.len() as u64 != range.end - range.start {
         return Err(Error::Input(format!(
             "slice {}..{} given {} values",
@@ -232,14 +222,8 @@ pub fn write_slice(
     let mut hasher = Xxh3::new();
     hasher.update(payload);
     let header = SliceHeader {
-        rules,
-        pits,
-        seeds,
-        positions,
         checksum: hasher.digest(),
-        range,
-        ranks,
-        rank,
+        ..head
     };
     let mut file = TmpFile::create(path)?;
     file.write(&[0u8; PAYLOAD_OFFSET])?;
@@ -338,7 +322,17 @@ mod tests {
         assert_eq!(path.file_name().unwrap(), "level-007.1of3.aws");
         assert_eq!(parse_slice_name("level-007.1of3.aws"), Some((7, 1, 3)));
         assert_eq!(parse_slice_name("level-7.1of3.aws"), None);
-        write_slice(&path, Rules::Oware, 4, 7, 10, 1, 3, 3..6, &[1, 2, 3]).unwrap();
+        let head = SliceHeader {
+            rules: Rules::Oware,
+            pits: 4,
+            seeds: 7,
+            positions: 10,
+            checksum: 0,
+            range: 3..6,
+            ranks: 3,
+            rank: 1,
+        };
+        write_slice(&path, head, &[1, 2, 3]).unwrap();
         let expect = Expect {
             rules: Rules::Oware,
             pits: 4,

@@ -128,39 +128,46 @@ pub fn lowest_captured_level(p: usize, n: usize) -> usize {
     n.saturating_sub(3 * (p - 1))
 }
 
-/// Runs through the positions `start + j` (`j` in `0..values.len()`) of level `m`, whose
-/// values are `values`, and gives the value of every capture leading to one of them from
-/// a stored position of level `n > m` to that parent: `apply(parent index, captured -
-/// v(child), child index)`. `touch(parent index)` is called a batch ahead of `apply` with the same
-/// index, for a prefetch, so that the random accesses of a batch overlap.
-#[allow(clippy::too_many_arguments)]
+/// A run of consecutive positions of a lower level with their values: positions
+/// `start + j` of level `m`, worth `values[j]`.
+#[derive(Clone, Copy, Debug)]
+pub struct LowerRun<'a> {
+    /// The level.
+    pub m: usize,
+    /// The index of the first position.
+    pub start: u64,
+    /// Their values, one signed byte each.
+    pub values: &'a [u8],
+}
+
+/// Runs through the positions of `run` (of a level `m`) and gives the value of every
+/// capture leading to one of them from a stored position of level `n > m` to that parent:
+/// `apply(parent index, captured - v(child), child index)`. `touch(parent index)` is called
+/// a batch ahead of `apply` with the same index, for a prefetch, so that the random
+/// accesses of a batch overlap.
 #[inline]
 pub fn scan_uncaptures(
     rules: Rules,
     index: &Index,
     n: usize,
-    m: usize,
-    start: u64,
-    values: &[u8],
+    run: LowerRun,
     touch: impl FnMut(u64),
     apply: impl FnMut(u64, i8, u64),
 ) {
-    with_pits!(index.pits_per_side(), P => scan_uncaptures_p::<P>(rules, index, n, m, start, values, touch, apply))
+    with_pits!(index.pits_per_side(), P => scan_uncaptures_p::<P>(rules, index, n, run, touch, apply))
 }
 
 /// [`scan_uncaptures`] with the pits per side, `P`, known at compile time (the index's).
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn scan_uncaptures_p<const P: usize>(
     rules: Rules,
     index: &Index,
     n: usize,
-    m: usize,
-    start: u64,
-    values: &[u8],
+    run: LowerRun,
     mut touch: impl FnMut(u64),
     mut apply: impl FnMut(u64, i8, u64),
 ) {
+    let LowerRun { m, start, values } = run;
     if values.is_empty() || m + 2 > n {
         return;
     }

@@ -12,7 +12,9 @@ use super::state::{exit_and_stay, Encoding, State};
 use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::game::scan::{lowest_captured_level, scan_exits, scan_uncaptures, LowerValues, Stream};
+use crate::game::scan::{
+    lowest_captured_level, scan_exits, scan_uncaptures, LowerRun, LowerValues, Stream,
+};
 use crate::util::{prefetch, LevelBar, CHUNK};
 
 /// Positions per stripe of a forward pass that spills its state (32 MiB of fast state; a
@@ -146,9 +148,11 @@ pub(crate) fn forward_stream<E: Encoding, S: Stream + ?Sized>(
                     rules,
                     index,
                     n,
-                    m,
-                    first,
-                    values,
+                    LowerRun {
+                        m,
+                        start: first,
+                        values,
+                    },
                     |qi| prefetch(state.exit_addr(qi as usize)),
                     |qi, x, _| state.raise(qi as usize, x),
                 );

@@ -201,17 +201,17 @@ pub fn build_slices<M: Comm>(
                     checkpoints: saved.as_ref(),
                 };
                 let (written, times) = solve_slice_saved(comm, &job, |values| {
-                    write_slice(
-                        &path,
+                    let head = SliceHeader {
                         rules,
                         pits,
-                        n,
-                        expect.positions,
-                        rank,
+                        seeds: n,
+                        positions: expect.positions,
+                        checksum: 0,
+                        range: range.clone(),
                         ranks,
-                        range.clone(),
-                        values,
-                    )
+                        rank,
+                    };
+                    write_slice(&path, head, values)
                 });
                 written?;
                 phases = Some(times);

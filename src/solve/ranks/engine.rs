@@ -14,7 +14,7 @@ use crate::db::checkpoint::CheckpointAt;
 use crate::db::layout::{owner, slice};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::game::scan::{lowest_captured_level, scan_uncaptures};
+use crate::game::scan::{lowest_captured_level, scan_uncaptures, LowerRun};
 use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::Comm;
 use crate::solve::level::message;
@@ -245,13 +245,16 @@ fn forward<E: Settle, M: Comm>(
                         let end = (start + CHUNK).min(piece.end);
                         let mut out = vec![Vec::new(); ranks];
                         let held = |qi: u64| mine.contains(&qi);
+                        let run = LowerRun {
+                            m,
+                            start,
+                            values: &values[(start - base) as usize..(end - base) as usize],
+                        };
                         scan_uncaptures(
                             rules,
                             index,
                             n,
-                            m,
-                            start,
-                            &values[(start - base) as usize..(end - base) as usize],
+                            run,
                             |qi| {
                                 if held(qi) {
                                     prefetch(state.exit((qi - mine.start) as usize));

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::pits::with_pits;
 use crate::game::rules::{legal_moves, legal_moves_p, Board, Rules, MAX_PITS};
-use crate::game::scan::{scan_uncaptures, Stream, NO_EXIT};
+use crate::game::scan::{scan_uncaptures, LowerRun, Stream, NO_EXIT};
 use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
 
 /// A hash of a capture: parent `q` of the level checked, child `c` of level `m`. Summed
@@ -224,7 +224,12 @@ impl Streamed<'_> {
                     buf.resize((end - start) as usize, 0);
                     self.lower.read(m, start, buf)?;
                     let (mut got, mut count) = (0u64, 0u64);
-                    scan_uncaptures(self.rules, index, n, m, start, buf, &touch, |q, x, ci| {
+                    let run = LowerRun {
+                        m,
+                        start,
+                        values: buf,
+                    };
+                    scan_uncaptures(self.rules, index, n, run, &touch, |q, x, ci| {
                         got = got.wrapping_add(apply(q, x, m, ci));
                         count += 1;
                     });
