@@ -217,7 +217,6 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
     /// further on than go; if any rank could not write its own, the new ones go instead.
     fn save(&mut self, state: &mut State<E>, stage: Stage, present: u64, times: PhaseTimes) {
         let (comm, dir, n, part) = (self.comm, self.dir, self.n, self.part());
-        self.last = Instant::now();
         let at = CheckpointAt {
             next: stage.next as u8,
             segment: stage.segment,
@@ -232,6 +231,7 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
             (self.warn)(&no_room(n, free, need));
         }
         if comm.sum(matches!(room, CheckpointRoom::Short { .. }) as u64) > 0 {
+            self.last = Instant::now();
             return;
         }
         let mut cleared = true;
@@ -273,6 +273,8 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
         } else {
             let _ = std::fs::remove_file(&path);
         }
+        // The interval counts from the end of the save: a save is not work done.
+        self.last = Instant::now();
     }
 }
 
