@@ -1,0 +1,299 @@
+//! `awari plan`: level sizes, memory and disk per node, and the rates it plans with.
+
+use std::fs;
+
+use crate::common::{ok, run};
+
+#[test]
+fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A bench CSV instead of a calibration run: 2,000,000 positions/s/thread on level 20.
+    let csv = tmp.path().join("bench.csv");
+    fs::write(
+        &csv,
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n\
+         20,80214915,1,40.1,10.0,30.0,2000000,1\n\
+         total,216135140,1,100.0,,,2000000,1\n",
+    )
+    .unwrap();
+    let run = |memory: &str| {
+        ok(&[
+            "plan",
+            "--max-seeds",
+            "48",
+            "--nodes",
+            "16",
+            "--memory-per-node",
+            memory,
+            "--cores-per-node",
+            "16",
+            "--disk-per-node",
+            "200",
+            "--rates",
+            csv.to_str().unwrap(),
+        ])
+    };
+    let out = run("64");
+    let row = |out: &str, n: usize| -> Vec<String> {
+        out.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.first() == Some(&n.to_string().as_str()) && w.len() > 10)
+            .unwrap_or_else(|| panic!("no row for level {n}:\n{out}"))
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    };
+    // Level 48: 203,648,015,935 positions over 16 nodes, each with the fast state of its
+    // slice (2.125 bytes a position, 27.0 GB) and its slices of the lower levels read as
+    // streams (16 MB of buffers).
+    let r48 = row(&out, 48);
+    assert_eq!(r48[1], "203,648,015,935", "{out}");
+    assert_eq!(r48[2], "fast/stream", "{out}");
+    assert_eq!(&r48[3..9], ["27.1", "GB", "27.0", "GB", "0", "B"], "{out}");
+    assert_eq!(r48.last().unwrap(), "yes", "{out}");
+    assert_eq!(row(&out, 16)[1], "12,685,179");
+    assert!(out.contains("every level fits"), "{out}");
+    assert!(out.contains("2000000 positions/s/thread"), "{out}");
+    // 8 GB nodes: the fast state up to level 42, the compact one from level 43 (73.1
+    // billion positions, 5.2 GB a node); level 46 (9.6 GB a node even compact) is the
+    // first too big.
+    let out = run("8");
+    assert_eq!(row(&out, 42)[2], "fast/stream", "{out}");
+    assert_eq!(row(&out, 43)[2], "compact/stream", "{out}");
+    assert_eq!(row(&out, 45).last().unwrap(), "yes", "{out}");
+    assert_eq!(row(&out, 46).last().unwrap(), "memory", "{out}");
+    assert!(
+        out.contains("memory: level 46 is the first that does not fit")
+            && out.contains("every level fits on 29 nodes of 8.0 GB"),
+        "{out}"
+    );
+    // One node of 256 GB and 64 cores: every level fits, level 48 with the compact state
+    // (229.1 GB) and its lower levels read as a stream.
+    let out = ok(&[
+        "plan",
+        "--max-seeds",
+        "48",
+        "--memory-per-node",
+        "256",
+        "--cores-per-node",
+        "64",
+        "--disk-per-node",
+        "2000",
+        "--rates",
+        csv.to_str().unwrap(),
+    ]);
+    let r48 = row(&out, 48);
+    assert_eq!(r48[2], "compact/stream", "{out}");
+    assert_eq!(
+        &r48[3..9],
+        ["229.2", "GB", "229.1", "GB", "0", "B"],
+        "{out}"
+    );
+    assert!(out.contains("every level fits"), "{out}");
+    // Built levels: their bytes on disk (level 4: 4096 + 1,365 bytes).
+    let root = tmp.path().join("db");
+    let r = root.to_str().unwrap();
+    ok(&["build", "--max-seeds", "4", "--dir", r]);
+    let csv = csv.to_str().unwrap();
+    let out = ok(&["plan", "--max-seeds", "6", "--dir", r, "--rates", csv]);
+    let line = |n: usize| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(&n.to_string()))
+            .unwrap()
+            .to_string()
+    };
+    // With the time the build took, from the rates file it wrote.
+    assert!(line(4).ends_with("yes (built: 5 kB raw in 0.0 s)"), "{out}");
+    assert!(line(5).ends_with("yes"), "{out}");
+    let recorded = fs::read_to_string(root.join("awari-6/rates.csv")).unwrap();
+    assert_eq!(recorded.lines().count(), 6, "{recorded}");
+    assert!(
+        recorded.lines().nth(5).unwrap().starts_with("4,1365,"),
+        "{recorded}"
+    );
+    // Checkpoints: a level's disk counts two of its solver state, the one being written
+    // and the one before. Levels 0..=13 take 5.2 MB raw (1.9 MB packed at the default
+    // ratio), level 13's checkpoints 10.5 MB (twice 5,236,680 bytes of fast state and a
+    // 4,096-byte header). On 16 MB both fit raw; on 14 MB one of them (the build keeps one
+    // at a time); on 10 MB one beside the packed levels. Levels 0..=14 take 9.6 MB raw, 3.5
+    // MB packed, and a checkpoint of level 14 9.3 MB: on 11 MB none fits beside them.
+    let empty = tmp.path().join("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let plan_to = |top: &str, disk: Option<&str>, more: &[&str]| {
+        let mut a = vec![
+            "plan",
+            "--max-seeds",
+            top,
+            "--memory-per-node",
+            "24",
+            "--cores-per-node",
+            "2",
+            "--dir",
+            empty.to_str().unwrap(),
+            "--rates",
+            csv,
+        ];
+        if let Some(d) = disk {
+            a.extend_from_slice(&["--disk-per-node", d]);
+        }
+        a.extend_from_slice(more);
+        ok(&a)
+    };
+    let plan13 = |disk: Option<&str>, more: &[&str]| plan_to("13", disk, more);
+    let line = |out: &str, n: usize| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(&n.to_string()))
+            .unwrap()
+            .to_string()
+    };
+    let out = plan13(Some("0.016"), &[]);
+    assert!(line(&out, 13).ends_with("yes"), "{out}");
+    assert!(
+        out.contains("every level fits") && !out.contains("raw, from"),
+        "{out}"
+    );
+    let out = plan13(Some("0.014"), &[]);
+    let r13 = line(&out, 13);
+    assert!(r13.contains(" 5 MB ") && r13.contains(" 10 MB "), "{out}");
+    assert!(r13.ends_with("yes, one checkpoint at a time"), "{out}");
+    assert!(line(&out, 12).ends_with("yes"), "{out}");
+    assert!(
+        out.contains("and up to 10 MB of checkpoints")
+            && out.contains("disk: raw levels and checkpoints run out of disk at level 13")
+            && out.contains("needs 12 MB per node")
+            && out.contains("raw, from level 13 on the build keeps one checkpoint at a time"),
+        "{out}"
+    );
+    let out = plan13(Some("0.010"), &[]);
+    assert!(
+        line(&out, 13).ends_with("disk: packed, one checkpoint at a time"),
+        "{out}"
+    );
+    let out = plan13(Some("0.010"), &["--checkpoint-every", "off"]);
+    assert!(
+        line(&out, 13).ends_with("yes") && !out.contains("of checkpoints"),
+        "{out}"
+    );
+    assert!(out.contains("every level fits"), "{out}");
+    let out = plan_to("14", Some("0.011"), &[]);
+    assert!(
+        line(&out, 14).ends_with("yes, no room for a checkpoint")
+            && out.contains("raw, from level 14 on the build has no room for a checkpoint"),
+        "{out}"
+    );
+    // Without --disk-per-node, the checkpoints of a level being built in the folder count
+    // as the database's room, as the levels built do.
+    let dir = empty.join("awari-6");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("level-013.t05.awc"), vec![0u8; 3_000_000]).unwrap();
+    let out = plan13(None, &[]);
+    assert!(
+        out.contains(" disk (free, and 3 MB of checkpoints)"),
+        "{out}"
+    );
+}
+
+/// `awari plan` in a folder whose builds recorded their rates: it plans with those of the
+/// largest levels, says which and from which file, and runs no calibration.
+#[test]
+fn plan_takes_the_rates_a_build_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("db");
+    let dir = root.join("awari-6");
+    fs::create_dir_all(&dir).unwrap();
+    // Levels 22..=25 of Awari on 2 threads, quiet (the CPU time near twice the wall
+    // time); level 25 with the compact state and a stream. A level 24 line cut short
+    // (a killed build) and a foreign line are left out.
+    fs::write(
+        dir.join("rates.csv"),
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes,cpu_seconds,state,lower,finished_unix\n\
+         22,180498825,2,22.562,7.0,15.0,4000063,,42.868,fast,random,1764734400\n\
+         23,264623580,2,33.926,11.0,22.0,3900011,,64.459,fast,random,1764734400\n\
+         not,a,line\n\
+         24,382628610,2,50.346,17.0,33.0,3799990,,95.657,fast,random,1764734400\n\
+         25,546177996,2,110.712,36.0,73.0,2466661,,210.353,compact,stream,1764734400\n\
+         24,382628610,2,10.0,",
+    )
+    .unwrap();
+    // Level 27 planned on 2 cores and 24 GB from the folder's rates.
+    let plan = || {
+        run(&[
+            "plan",
+            "--max-seeds",
+            "27",
+            "--dir",
+            root.to_str().unwrap(),
+            "--cores-per-node",
+            "2",
+            "--memory-per-node",
+            "24",
+        ])
+    };
+    let (done, stdout, stderr) = plan();
+    assert!(done, "{stderr}");
+    assert!(!stderr.contains("calibrating"), "{stderr}");
+    assert!(
+        stderr.contains("2 line(s) of") && stderr.contains("rates.csv not understood"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("measured by the build of level(s) 23, 24, 25 in ")
+            && stdout.contains("rates.csv, 2 thread(s)"),
+        "{stdout}"
+    );
+    // Each referred to level 25's size (as size^-0.04 below a billion positions) and to
+    // the fast state reading at random: level 23's 3.9 million is 3.79, level 24's 3.8
+    // million 3.75, and level 25's 2.47 million compact and streamed 3.70 (times 1.5).
+    // The median: level 24's.
+    assert!(
+        stdout.contains("rate: 3746280 positions/s/thread")
+            && stdout.contains(
+                "falling as size^-0.04 up to 1.0 billion positions and size^-0.15 beyond"
+            ),
+        "{stdout}"
+    );
+    // Level 26 (770,319,837 positions) at that rate lowered to its size, on 2 threads:
+    // 1.7 minutes.
+    let r26 = 3_746_279.73 * (770_319_837.0f64 / 546_177_996.0).powf(-0.04);
+    let minutes = 770_319_837.0 / (r26 * 2.0) / 60.0;
+    let row = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("26 "))
+        .unwrap();
+    assert!(
+        row.contains(&format!(" {minutes:.1} min ")),
+        "{minutes} {row}"
+    );
+    assert!(!stdout.contains("beside"), "{stdout}");
+    // The same levels built beside other work, their threads on a CPU half the time:
+    // said, counted by their CPU time (twice the rate), and the total beside such work.
+    let disturbed = |cpu: &str, half: &str| (cpu.to_string(), half.to_string());
+    let mut text = fs::read_to_string(dir.join("rates.csv")).unwrap();
+    for (cpu, half) in [
+        disturbed(",42.868,", ",22.562,"),
+        disturbed(",64.459,", ",33.926,"),
+        disturbed(",95.657,", ",50.346,"),
+        disturbed(",210.353,", ",110.712,"),
+    ] {
+        text = text.replace(&cpu, &half);
+    }
+    fs::write(dir.join("rates.csv"), text).unwrap();
+    let (done, stdout, stderr) = plan();
+    assert!(done, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the levels measured were all built beside other work (threads on a CPU: level 23 \
+             50 %, level 24 50 %, level 25 50 %)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("rate: 7492559 positions/s/thread"),
+        "{stdout}"
+    );
+    let total = stdout.lines().find(|l| l.starts_with("total:")).unwrap();
+    assert!(
+        total.contains(" beside work like that which disturbed the measurement"),
+        "{total}"
+    );
+}
