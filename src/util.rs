@@ -120,6 +120,12 @@ impl HugeBuf {
     }
 }
 
+impl std::fmt::Debug for HugeBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HugeBuf({} bytes)", self.len)
+    }
+}
+
 impl std::ops::Deref for HugeBuf {
     type Target = [u8];
     #[inline]

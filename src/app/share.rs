@@ -17,7 +17,7 @@ use crate::db::lock::DirLock;
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions, PackedLevel};
 use crate::db::raw::{Check, LevelWriter, RawLevel, TmpFile, PAYLOAD_OFFSET};
-use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
+use crate::db::store::{has_exit_model, LevelFile, LevelStack, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
@@ -248,7 +248,7 @@ pub fn import(
             path,
             bytes,
         };
-        stack.offer(n, Values::File(map));
+        stack.offer(n, LevelValues::File(map));
         report(&t);
         done.push(t);
     }
@@ -312,8 +312,8 @@ pub fn pack_level(
     pack_payload(&out, h.rules, h.pits, h.seeds, raw.bytes(), opts, &below)?;
     let packed = PackedLevel::open(&out, &expect)?;
     let values = if remove_raw {
-        let values = packed.decode_all(&below)?;
-        if values != raw.bytes() {
+        let values = LevelValues::decoded(&packed, &below)?;
+        if values.bytes() != raw.bytes() {
             return Err(Error::format(
                 &out,
                 "the pack does not decompress to the raw level; raw level kept",
@@ -321,9 +321,9 @@ pub fn pack_level(
         }
         drop(raw);
         fs::remove_file(&raw_path).map_err(|e| Error::io(&raw_path, e))?;
-        Values::Owned(values.into_boxed_slice())
+        values
     } else {
-        Values::Mapped(raw)
+        LevelValues::Mapped(raw)
     };
     drop(below);
     levels.offer(n, values);
@@ -368,7 +368,7 @@ pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> R
     if levels.wants(n) {
         levels.offer(
             n,
-            Values::Mapped(RawLevel::open(
+            LevelValues::Mapped(RawLevel::open(
                 &raw_path,
                 &levels.expect(n),
                 Check::HeaderOnly,

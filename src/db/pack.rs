@@ -468,12 +468,18 @@ impl PackedLevel {
     /// payload checksum checked.
     pub fn decode_all(&self, below: &[&[u8]]) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.header.level.positions as usize];
-        if let Some(p) = self.decode_into(&mut out).first() {
+        self.decode_all_into(below, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`PackedLevel::decode_all`] into `out` (as long as the level), so that the
+    /// caller chooses the memory the values live in.
+    pub fn decode_all_into(&self, below: &[&[u8]], out: &mut [u8]) -> Result<()> {
+        if let Some(p) = self.decode_into(out).first() {
             return Err(self.block_error(p));
         }
-        self.resolve(below, &mut out)?;
-        self.check_payload(&out)?;
-        Ok(out)
+        self.resolve(below, out)?;
+        self.check_payload(out)
     }
 
     /// Compares the checksum of the level's values (decompressed and resolved) with the

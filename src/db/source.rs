@@ -244,8 +244,12 @@ pub struct LowerSources<'a> {
     levels: Vec<Source<'a>>,
 }
 
+/// How [`LowerSources`] reads one level: not a holder of values (that is
+/// [`crate::db::store::LevelValues`]) but a choice of reader.
 enum Source<'a> {
+    /// Streamed from its file, nothing of it kept.
     File(LevelSource),
+    /// Copied from values the caller holds (a [`crate::db::store::LevelValues`] in memory).
     Memory(&'a [u8]),
 }
 

@@ -3,7 +3,7 @@
 //! files of a level are present, the raw one is read.
 //!
 //! Two ways to read: [`LevelFile::stored`] for probes (a packed level decompresses the
-//! block it needs, through a small cache), and [`Values`] for readers that touch a whole
+//! block it needs, through a small cache), and [`LevelValues`] for readers that touch a whole
 //! level at random (the builder, verify): a packed level is decompressed once, whole,
 //! into memory. A block takes tens of microseconds to decompress, so a cache in
 //! the solver's inner loop would cost far more than the memory it saves: the memory is
@@ -28,6 +28,7 @@ use crate::db::raw::{release_map, Check, Header, RawLevel, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
+use crate::util::HugeBuf;
 
 /// An open level, raw or packed.
 #[derive(Debug)]
@@ -137,48 +138,69 @@ impl LevelFile {
     /// The level for readers of the whole level, its payload checksum checked: a packed
     /// one is decompressed in full (every block checked) and resolved against `below` (as
     /// in [`LevelFile::payload`]).
-    pub fn into_checked_values(self, below: &[&[u8]]) -> Result<Values> {
+    pub fn into_checked_values(self, below: &[&[u8]]) -> Result<LevelValues> {
         match self {
             LevelFile::Raw(l) => {
                 l.check_checksum()?;
-                Ok(Values::Mapped(l))
+                Ok(LevelValues::Mapped(l))
             }
-            LevelFile::Packed(l) => l
-                .decode_all(below)
-                .map(|v| Values::Owned(v.into_boxed_slice())),
+            LevelFile::Packed(l) => LevelValues::decoded(&l, below),
         }
     }
 }
 
-/// A whole level's values in memory: a raw level's map, a packed level decompressed, or
-/// a bare payload file (a `scores.N` file being imported).
-pub enum Values {
+/// A whole level's values, for readers that touch the level at random (the builder,
+/// verify, pack, import, stats): a raw level's map, values in memory (a packed level
+/// decompressed, and resolved; a level just built), or a bare payload file's map (a
+/// `scores.N` file being imported). Read as a slice of one signed byte per position in
+/// index order ([`LevelValues::bytes`], or through `Deref`).
+///
+/// Values in memory are anonymous memory that the kernel is asked to back with huge
+/// pages ([`HugeBuf`]), decompressed into it in place ([`LevelValues::decoded`]): no copy.
+pub enum LevelValues {
     /// A raw level's payload, read through its memory map.
     Mapped(RawLevel),
-    /// Values in memory: a packed level decompressed (and resolved).
-    Owned(Box<[u8]>),
+    /// Values in memory: a packed level decompressed (and resolved), or a copy of a level
+    /// just built.
+    Owned(HugeBuf),
     /// A memory-mapped bare payload file.
     File(memmap2::Mmap),
 }
 
-impl std::fmt::Debug for Values {
+impl std::fmt::Debug for LevelValues {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Values::Mapped(level) => f.debug_tuple("Mapped").field(level).finish(),
-            Values::Owned(v) => write!(f, "Owned({} values)", v.len()),
-            Values::File(m) => write!(f, "File({} bytes)", m.len()),
+            LevelValues::Mapped(level) => f.debug_tuple("Mapped").field(level).finish(),
+            LevelValues::Owned(v) => write!(f, "Owned({} values)", v.len()),
+            LevelValues::File(m) => write!(f, "File({} bytes)", m.len()),
         }
     }
 }
 
-impl Values {
+impl LevelValues {
+    /// The values of the packed level `l`, decompressed straight into memory of their
+    /// own (every block and the payload checksum checked) and resolved against `below`
+    /// as in [`PackedLevel::decode_all`].
+    pub fn decoded(l: &PackedLevel, below: &[&[u8]]) -> Result<LevelValues> {
+        let mut values = level_memory(l.header().seeds, l.header().positions)?;
+        l.decode_all_into(below, &mut values)?;
+        Ok(LevelValues::Owned(values))
+    }
+
+    /// A copy of the values of level `n` into memory of their own.
+    pub fn copied(n: usize, values: &[u8]) -> Result<LevelValues> {
+        let mut copy = level_memory(n, values.len() as u64)?;
+        copy.copy_from_slice(values);
+        Ok(LevelValues::Owned(copy))
+    }
+
     /// The payload, one signed byte per position in index order.
     #[inline]
     pub fn bytes(&self) -> &[u8] {
         match self {
-            Values::Mapped(l) => l.bytes(),
-            Values::Owned(b) => b,
-            Values::File(m) => m,
+            LevelValues::Mapped(l) => l.bytes(),
+            LevelValues::Owned(b) => b,
+            LevelValues::File(m) => m,
         }
     }
 
@@ -186,11 +208,28 @@ impl Values {
     /// in memory stay.
     pub fn release(&self) {
         match self {
-            Values::Mapped(l) => l.release(),
-            Values::Owned(_) => {}
-            Values::File(m) => release_map(m),
+            LevelValues::Mapped(l) => l.release(),
+            LevelValues::Owned(_) => {}
+            LevelValues::File(m) => release_map(m),
         }
     }
+}
+
+impl std::ops::Deref for LevelValues {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+/// `positions` zero bytes of memory for the values of level `n` ([`HugeBuf`]); a
+/// failure is [`Error::Resources`].
+pub fn level_memory(n: usize, positions: u64) -> Result<HugeBuf> {
+    let len = positions as usize;
+    HugeBuf::zeroed(len)
+        .map_err(|e| Error::Resources(format!("cannot allocate {len} bytes for level {n}: {e}")))
 }
 
 /// The values of levels `0, 1, ...` of one database, read bottom-up, for whole-level
@@ -200,7 +239,7 @@ pub struct LevelStack {
     dir: PathBuf,
     rules: Rules,
     index: Index,
-    levels: Vec<Values>,
+    levels: Vec<LevelValues>,
     keep: bool,
 }
 
@@ -271,18 +310,18 @@ impl LevelStack {
     /// The values of the levels below `n` that are held (all of them after
     /// [`LevelStack::load_below`]).
     pub fn below(&self, n: usize) -> Vec<&[u8]> {
-        self.levels.iter().take(n).map(Values::bytes).collect()
+        self.levels.iter().take(n).map(LevelValues::bytes).collect()
     }
 
     /// Level `m`, if held.
-    pub fn get(&self, m: usize) -> Option<&Values> {
+    pub fn get(&self, m: usize) -> Option<&LevelValues> {
         self.levels.get(m)
     }
 
     /// Lets the kernel take back the pages of every mapped level held
     /// (a map's pages, not values in memory): the builder's backward pass reads no lower level.
     pub fn release(&self) {
-        self.levels.iter().for_each(Values::release);
+        self.levels.iter().for_each(LevelValues::release);
     }
 
     /// What a whole-level reader passes as `below` to read level `n`, stored with `model`:
@@ -305,7 +344,7 @@ impl LevelStack {
     }
 
     /// The values of level `n`, which a caller has read: kept if wanted.
-    pub fn offer(&mut self, n: usize, values: Values) {
+    pub fn offer(&mut self, n: usize, values: LevelValues) {
         if self.wants(n) {
             self.levels.push(values);
         }
@@ -385,8 +424,8 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
                             e.context("cannot be checked without the levels below it")
                         })?;
                     }
-                    let values = l.decode_all(&stack.below(n))?;
-                    stack.offer(n, Values::Owned(values.into_boxed_slice()));
+                    let values = LevelValues::decoded(&l, &stack.below(n))?;
+                    stack.offer(n, values);
                     Ok(())
                 })
             } else {
@@ -397,7 +436,7 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
                 };
                 RawLevel::open(&path, &want, how).map(|l| {
                     if check {
-                        stack.offer(n, Values::Mapped(l));
+                        stack.offer(n, LevelValues::Mapped(l));
                     }
                 })
             };

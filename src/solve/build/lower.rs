@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::db::layout::Expect;
 use crate::db::source::LevelSource;
-use crate::db::store::{LevelStack, Values};
+use crate::db::store::{LevelStack, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
@@ -50,7 +50,7 @@ impl LowerInMemory {
                 Error::Resources(format!("cannot allocate {len} bytes for level {m}: {e}"))
             })?;
             match done.get(m) {
-                Some(Values::Owned(v)) => buf.copy_from_slice(v),
+                Some(LevelValues::Owned(v)) => buf.copy_from_slice(v),
                 _ => {
                     let want = Expect::level(rules, index, m);
                     LevelSource::open_required(dir, &want, index.max_seeds())?

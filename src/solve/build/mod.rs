@@ -20,7 +20,7 @@ use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
 use crate::db::raw::{Check, LevelWriter};
 use crate::db::source::{LevelSource, LowerSources};
-use crate::db::store::{has_exit_model, LevelFile, LevelStack, Values};
+use crate::db::store::{has_exit_model, LevelFile, LevelStack, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::scan::lowest_captured_level;
@@ -373,8 +373,8 @@ impl Builder<'_> {
             let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
                 .expect("the level just written is there");
             let values = match level {
-                LevelFile::Raw(l) => Values::Mapped(l),
-                LevelFile::Packed(_) => Values::Owned(values.to_vec().into_boxed_slice()),
+                LevelFile::Raw(l) => LevelValues::Mapped(l),
+                LevelFile::Packed(_) => LevelValues::copied(n, &values)?,
             };
             self.done.offer(n, values);
         }
@@ -436,7 +436,7 @@ impl Builder<'_> {
                 let first = lowest_captured_level(index.pits_per_side(), n);
                 let done = &self.done;
                 let held = |m| match done.get(m) {
-                    Some(Values::Owned(v)) => Some(&v[..]),
+                    Some(LevelValues::Owned(v)) => Some(&v[..]),
                     _ => None,
                 };
                 let levels = first..n.saturating_sub(1);

@@ -23,14 +23,14 @@ use std::time::Instant;
 
 use crate::db::layout::{build_command, db_dir, missing_level, present_levels, Expect};
 use crate::db::model::Model;
-use crate::db::raw::{Check, RawLevel};
+use crate::db::raw::Check;
 use crate::db::source::{LevelSource, LowerSources};
-use crate::db::store::{has_exit_model, LevelFile, Values};
+use crate::db::store::{has_exit_model, level_memory, LevelFile, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::lowest_captured_level;
-use crate::util::{HugeBuf, LevelBar};
+use crate::util::LevelBar;
 
 mod batch;
 mod deep;
@@ -165,16 +165,16 @@ pub fn verify(
         // Levels below the range are trusted inputs: refuse them if damaged. Checked
         // levels report a bad checksum or block and still get their values checked, so
         // that the damaged positions are named.
-        let below: Vec<&[u8]> = levels.iter().map(Values::bytes).collect();
+        let below: Vec<&[u8]> = levels.iter().map(LevelValues::bytes).collect();
         let mut problem = None;
         let values = match level {
             level if n < first => level.into_checked_values(&below)?,
             LevelFile::Raw(l) => {
                 problem = l.check_checksum().err().map(Error::into_problem);
-                Values::Mapped(l)
+                LevelValues::Mapped(l)
             }
             LevelFile::Packed(l) => {
-                let mut bytes = vec![0u8; l.header().positions as usize];
+                let mut bytes = level_memory(n, l.header().positions)?;
                 let problems = l.decode_into(&mut bytes);
                 // With the exit model, the values come from the levels below: a damaged
                 // one below makes this one's checksum fail too, so say which.
@@ -192,7 +192,7 @@ pub fn verify(
                         _ => e,
                     });
                 }
-                Values::Owned(bytes.into_boxed_slice())
+                LevelValues::Owned(bytes)
             }
         };
         drop(below);
@@ -325,42 +325,22 @@ fn verify_streamed(
     Ok(out)
 }
 
-/// A checked level's values: a raw level's own map, or a packed level decompressed.
-enum Held {
-    Mapped(RawLevel),
-    Memory(HugeBuf),
-}
-
-impl std::ops::Deref for Held {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Held::Mapped(l) => l.bytes(),
-            Held::Memory(b) => b,
-        }
-    }
-}
-
 /// The values of the level `expect` names, and what is wrong with its checksum. A raw
 /// level is read through its map, not copied: its pages are then the kernel's page cache,
 /// which it can take back under pressure, and checking Oware level 36 holds 3.6 GB of
 /// memory of its own (the two bit arrays) instead of 17.8 GB of 24. A packed level is
 /// decompressed into memory.
-fn hold_level(dir: &Path, expect: &Expect, last: usize) -> Result<(Held, Option<String>)> {
+fn hold_level(dir: &Path, expect: &Expect, last: usize) -> Result<(LevelValues, Option<String>)> {
     // Which file stands for the level is `LevelFile::open`'s choice; a packed one is
     // then read as a source, block by block in parallel.
     if let Some(LevelFile::Raw(l)) = LevelFile::open(dir, expect, Check::HeaderOnly)? {
         let problem = l.check_checksum().err().map(Error::into_problem);
-        return Ok((Held::Mapped(l), problem));
+        return Ok((LevelValues::Mapped(l), problem));
     }
     let source = LevelSource::open_required(dir, expect, last)?;
-    let (n, size) = (expect.seeds, expect.positions as usize);
-    let mut values = HugeBuf::zeroed(size).map_err(|e| {
-        Error::Resources(format!("cannot allocate {size} bytes for level {n}: {e}"))
-    })?;
+    let mut values = level_memory(expect.seeds, expect.positions)?;
     let problem = source.read_all(&mut values)?;
-    Ok((Held::Memory(values), problem))
+    Ok((LevelValues::Owned(values), problem))
 }
 
 #[cfg(test)]
