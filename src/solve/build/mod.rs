@@ -442,7 +442,15 @@ impl Builder<'_> {
                 let levels = first..n.saturating_sub(1);
                 let sources =
                     LowerSources::open(dir, opts.rules, index, levels, opts.max_seeds, held)?;
-                forward_stream(opts.rules, index, n, &sources, &bar)?
+                let part = Partition {
+                    comm: &Solo,
+                    rules: opts.rules,
+                    index,
+                    n,
+                    mine: 0..size,
+                    progress: &bar,
+                };
+                forward_stream(&part, &sources)?
             }
         };
         let mut checkpoints = self.checkpoints(n, Some(&bar));

@@ -4,17 +4,22 @@
 
 use std::fs::File;
 use std::ops::Range;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::message;
+use super::rounds::Partition;
 use super::state::{exit_and_stay, Encoding, State};
-use crate::error::Result;
+use crate::db::layout::{owner, slice};
+use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{
     lowest_captured_level, scan_exits, scan_uncaptures, LowerRun, LowerValues, Stream,
 };
+use crate::solve::comm::Comm;
 use crate::util::{prefetch, LevelBar, CHUNK};
 
 /// Positions per stripe of a forward pass that spills its state (32 MiB of fast state; a
@@ -111,58 +116,131 @@ pub(crate) fn forward_pass<E: Encoding, L: LowerValues + ?Sized>(
     })
 }
 
-/// Solving level `n`, part one, with the lower levels read as a stream: each position's
-/// own moves first (the game ends, forced moves, in-level moves counted), then every
-/// position of levels `n - 2` down to the lowest a capture reaches, in index order, hands
-/// `captured - v(child)` to each of its parents here by un-captures (an atomic max). The
-/// lower levels are read once, a chunk at a time; only this level's state is in memory.
-/// Fails only when `lower` cannot be read.
-pub(crate) fn forward_stream<E: Encoding, S: Stream + ?Sized>(
-    rules: Rules,
-    index: &Index,
-    n: usize,
+/// Lower positions a rank streams per forward round over ranks: bounds the updates it
+/// sends in a round. (Small in the unit tests, so that their small levels take many
+/// rounds.)
+pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
+
+/// Solving this rank's slice of a level (the whole level in a process alone), part one,
+/// with the lower levels read as streams (DESIGN.md sections 5.2 and 5.4): first the own
+/// moves of its positions (game ends, forced moves, in-level moves counted), then every
+/// position of its slices of levels `n - 2` down to the lowest a capture reaches, in index
+/// order, hands `captured - v(child)` to each of its parents by un-captures: a parent held
+/// here is raised at once (an atomic max), any other is sent to its owner (8 bytes: the
+/// index, and the value in the top byte), which raises it when it arrives. Over ranks the
+/// slices go in rounds of a piece of [`ROUND`] positions each, one message per
+/// destination and round (every rank knows every slice, so all run the same rounds); a
+/// process alone reads everything in one round. The lower levels are read once, a chunk
+/// at a time; only this level's state is in memory. Fails only when `lower` cannot be
+/// read (on every rank at once).
+pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
+    part: &Partition<M>,
     lower: &S,
-    progress: &LevelBar,
 ) -> Result<Forwarded<E>> {
-    let size = index.level_size(n);
-    let mut state = State::<E>::new(size);
     let start = Instant::now();
+    let (comm, rules, index, n) = (part.comm, part.rules, part.index, part.n);
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let mine = part.mine.clone();
+    let (size, held) = (index.level_size(n), mine.end - mine.start);
+    let state = State::<E>::new(held);
+    let progress = part.progress;
     // The forward half of the bar: half for the own moves, half for the stream.
-    let half = size / 2;
-    state.own_moves(rules, index, n, 0..size, 0, |done| {
-        progress.inc(done * half / size.max(1))
+    let half = held / 2;
+    state.own_moves(rules, index, n, mine.clone(), mine.start, |done| {
+        progress.inc(done * half / held.max(1))
     });
     let levels = || lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
-    let total: u64 = levels().map(|m| index.level_size(m)).sum();
-    for m in levels() {
-        let len = index.level_size(m);
+    let slice_of = |m: usize, r: usize| slice(index.level_size(m), ranks, r);
+    let total: u64 = levels()
+        .map(|m| slice_of(m, rank).end - slice_of(m, rank).start)
+        .sum();
+    // What rank `r` reads in each round: its chunks, as (level, first, end).
+    let rounds_of = |r: usize| -> Vec<Vec<(usize, u64, u64)>> {
+        let step = if ranks == 1 { u64::MAX } else { ROUND };
+        let mut rounds: Vec<Vec<(usize, u64, u64)>> = Vec::new();
+        for m in levels() {
+            let part = slice_of(m, r);
+            let mut a = part.start;
+            while a < part.end {
+                let b = a.saturating_add(step).min(part.end);
+                let chunks = (a..b)
+                    .step_by(CHUNK as usize)
+                    .map(|c| (m, c, (c + CHUNK).min(b)));
+                if ranks == 1 && !rounds.is_empty() {
+                    rounds[0].extend(chunks);
+                } else {
+                    rounds.push(chunks.collect());
+                }
+                a = b;
+            }
+        }
+        rounds
+    };
+    let count = (0..ranks).map(|r| rounds_of(r).len()).max().unwrap_or(0);
+    let mut mine_rounds = rounds_of(rank).into_iter();
+    let base = mine.start;
+    for _ in 0..count {
+        let chunks = mine_rounds.next().unwrap_or_default();
+        let sent: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); ranks]);
         let state = &state;
-        (0..len.div_ceil(CHUNK)).into_par_iter().try_for_each_init(
-            Vec::new,
-            |values: &mut Vec<u8>, c| {
-                let first = c * CHUNK;
-                let end = (first + CHUNK).min(len);
+        let read = chunks.into_par_iter().try_for_each_init(
+            || (Vec::new(), vec![Vec::new(); ranks]),
+            |(values, out): &mut (Vec<u8>, Vec<Vec<u8>>), (m, first, end)| {
                 values.resize((end - first) as usize, 0);
                 lower.read(m, first, values)?;
-                scan_uncaptures(
-                    rules,
-                    index,
-                    n,
-                    LowerRun {
-                        m,
-                        start: first,
-                        values,
-                    },
-                    |qi| prefetch(state.exit_addr(qi as usize)),
-                    |qi, x, _| state.raise(qi as usize, x),
-                );
+                let run = LowerRun {
+                    m,
+                    start: first,
+                    values,
+                };
+                if ranks == 1 {
+                    // Every parent is held: no test on the way.
+                    let touch = |qi: u64| prefetch(state.exit_addr(qi as usize));
+                    let apply = |qi: u64, x: i8, _| state.raise(qi as usize, x);
+                    scan_uncaptures(rules, index, n, run, touch, apply);
+                } else {
+                    let touch = |qi: u64| {
+                        if qi.wrapping_sub(base) < held {
+                            prefetch(state.exit_addr((qi - base) as usize));
+                        }
+                    };
+                    let apply = |qi: u64, x: i8, _| {
+                        if qi.wrapping_sub(base) < held {
+                            state.raise((qi - base) as usize, x);
+                        } else {
+                            let word = message::raise(qi, x);
+                            out[owner(qi, size, ranks)].extend_from_slice(&word.to_le_bytes());
+                        }
+                    };
+                    scan_uncaptures(rules, index, n, run, touch, apply);
+                }
                 progress
-                    .inc(((end - first) as u128 * (size - half) as u128 / total as u128) as u64);
+                    .inc(((end - first) as u128 * (held - half) as u128 / total as u128) as u64);
+                if out.iter().any(|o| !o.is_empty()) {
+                    let mut sent = sent.lock().unwrap();
+                    for (to, part) in sent.iter_mut().zip(out.iter_mut()) {
+                        to.append(part);
+                    }
+                }
                 Ok(())
             },
-        )?;
+        );
+        // Every rank learns whether all could read, so that all stop alike.
+        if comm.sum(read.is_err() as u64) > 0 {
+            read?;
+            return Err(Error::Input(
+                "another rank could not read its slices of the lower levels".into(),
+            ));
+        }
+        let got = comm.exchange(sent.into_inner().unwrap());
+        got.bytes().par_chunks(8 * CHUNK as usize).for_each(|part| {
+            for (qi, x) in message::words(part).map(message::raised) {
+                state.raise((qi - base) as usize, x);
+            }
+        });
     }
-    let present = state.survey(0..size as usize);
+    let mut state = state;
+    let present = state.survey(0..held as usize);
     Ok(Forwarded {
         state,
         present,

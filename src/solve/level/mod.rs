@@ -43,6 +43,7 @@ pub(crate) use backward::Settle;
 pub(crate) use compact::Compact;
 pub use compact::COMPACT_MAX_SEEDS;
 pub(crate) use fast::Fast;
+pub use forward::ROUND;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
 pub(crate) use forward::{forward_pass, forward_stream, Forwarded};

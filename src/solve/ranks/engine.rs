@@ -1,32 +1,24 @@
-//! The engine of a distributed build: one level's slice on one rank, its forward pass
-//! streaming the lower levels' slices, its backward pass in rounds (the module above says
-//! how).
+//! The engine of a distributed build: one level's slice on one rank, the solver's
+//! streamed forward pass over the rank's slices of the lower levels and its backward pass
+//! in rounds, with the checkpoints of `solve::checkpoints` (the module above says how).
 
 use std::cell::Cell;
-use std::ops::Range;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
 use crate::db::checkpoint::CheckpointAt;
-use crate::db::layout::{owner, slice};
+use crate::db::layout::slice;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::game::scan::{lowest_captured_level, scan_uncaptures, LowerRun};
+use crate::game::scan::Stream;
 use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::Comm;
 use crate::solve::level::message;
 use crate::solve::level::{
-    backward_pass, Compact, Fast, NoSaves, Partition, PhaseTimes, Settle, Stage, State, StateKind,
-    COMPACT_MAX_SEEDS, SEGMENT_SHIFT,
+    backward_pass, forward_stream, Compact, Fast, NoSaves, Partition, PhaseTimes, Settle, Stage,
+    StateKind, COMPACT_MAX_SEEDS, SEGMENT_SHIFT,
 };
-use crate::util::{prefetch, LevelBar, CHUNK};
-
-/// Lower positions a rank streams per forward round: bounds the updates it sends in a
-/// round. (Small in the unit tests, so that their small levels take many rounds.)
-pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
+use crate::util::LevelBar;
 
 /// This rank's slices of the finished levels: `values[m]` holds the indices
 /// `starts[m]..` of level `m`.
@@ -93,6 +85,16 @@ pub(crate) struct SliceJob<'a> {
     pub(crate) kind: StateKind,
     pub(crate) lower: &'a LowerSlices<'a>,
     pub(crate) checkpoints: Option<&'a SliceCheckpoints<'a>>,
+}
+
+/// A rank's slices read in index order, as the streamed forward pass reads its lower
+/// levels (in memory, so a read never fails).
+impl Stream for LowerSlices<'_> {
+    fn read(&self, seeds: usize, start: u64, out: &mut [u8]) -> crate::error::Result<()> {
+        let at = (start - self.starts[seeds]) as usize;
+        out.copy_from_slice(&self.values[seeds][at..at + out.len()]);
+        Ok(())
+    }
 }
 
 /// [`solve_slice`] as `job` says, saving the slice's state as its checkpoints say and
@@ -167,15 +169,6 @@ fn solve_with<E: Settle, M: Comm, T>(
             }
         }
     }
-    let (state, present, forward, from) = match resumed {
-        Some(r) => r,
-        None => {
-            let mut state = State::<E>::new(mine.end - mine.start);
-            forward(comm, rules, index, n, job.lower, &mine, &state);
-            let present = state.survey(0..state.len());
-            (state, present, started.elapsed(), Stage::start(n))
-        }
-    };
     let bar = LevelBar::new(false, 0, n, "");
     let part = Partition {
         comm,
@@ -184,6 +177,14 @@ fn solve_with<E: Settle, M: Comm, T>(
         n,
         mine,
         progress: &bar,
+    };
+    let (state, present, forward, from) = match resumed {
+        Some(r) => r,
+        None => {
+            let f = forward_stream::<E, M, _>(&part, job.lower)
+                .expect("a rank's slices are in memory and read whole");
+            (f.state, f.present, f.forward, Stage::start(n))
+        }
     };
     let (mut state, times) = if c.is_some() {
         backward_pass(&part, state, present, forward, from, &mut checkpoints)
@@ -197,100 +198,10 @@ fn solve_with<E: Settle, M: Comm, T>(
     (f(state.finish()), times)
 }
 
-/// The forward pass of this rank's slice, with the lower levels read as streams: first
-/// the own moves of its positions (game ends, forced moves, in-level moves counted), then,
-/// in rounds, a piece of [`ROUND`] positions of its slices of the lower levels a capture
-/// reaches: each position hands its value to its parents by un-captures, raising the best
-/// exit of those held here at once and sending the others to their owners (8 bytes each:
-/// the index, and the value in the top byte), one message per destination and round. The
-/// rounds are the same on every rank: every rank knows every slice.
-fn forward<E: Settle, M: Comm>(
-    comm: &M,
-    rules: Rules,
-    index: &Index,
-    n: usize,
-    lower: &LowerSlices,
-    mine: &Range<u64>,
-    state: &State<E>,
-) {
-    let (rank, ranks) = (comm.rank(), comm.size());
-    let size = index.level_size(n);
-    state.own_moves(rules, index, n, mine.clone(), mine.start, |_| {});
-    // The pieces of each rank's slices of the lower levels, level by level.
-    let levels = lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
-    let pieces = |r: usize| -> Vec<(usize, Range<u64>)> {
-        levels
-            .clone()
-            .flat_map(|m| {
-                let part = slice(index.level_size(m), ranks, r);
-                (part.start..part.end)
-                    .step_by(ROUND as usize)
-                    .map(move |a| (m, a..(a + ROUND).min(part.end)))
-            })
-            .collect()
-    };
-    let rounds = (0..ranks).map(|r| pieces(r).len()).max().unwrap_or(0);
-    let mut mine_pieces = pieces(rank).into_iter();
-    for _ in 0..rounds {
-        let outbox: Vec<Vec<u8>> = match mine_pieces.next() {
-            Some((m, piece)) => {
-                let values = lower.values[m];
-                let base = lower.starts[m];
-                let sent: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); ranks]);
-                (piece.start..piece.end)
-                    .step_by(CHUNK as usize)
-                    .collect::<Vec<_>>()
-                    .into_par_iter()
-                    .for_each(|start| {
-                        let end = (start + CHUNK).min(piece.end);
-                        let mut out = vec![Vec::new(); ranks];
-                        let held = |qi: u64| mine.contains(&qi);
-                        let run = LowerRun {
-                            m,
-                            start,
-                            values: &values[(start - base) as usize..(end - base) as usize],
-                        };
-                        scan_uncaptures(
-                            rules,
-                            index,
-                            n,
-                            run,
-                            |qi| {
-                                if held(qi) {
-                                    prefetch(state.exit((qi - mine.start) as usize));
-                                }
-                            },
-                            |qi, x, _| {
-                                if held(qi) {
-                                    state.raise((qi - mine.start) as usize, x);
-                                } else {
-                                    let word = message::raise(qi, x);
-                                    out[owner(qi, size, ranks)]
-                                        .extend_from_slice(&word.to_le_bytes());
-                                }
-                            },
-                        );
-                        let mut sent = sent.lock().unwrap();
-                        for (to, part) in sent.iter_mut().zip(out) {
-                            to.extend_from_slice(&part);
-                        }
-                    });
-                sent.into_inner().unwrap()
-            }
-            None => vec![Vec::new(); ranks],
-        };
-        let got = comm.exchange(outbox);
-        got.bytes().par_chunks(8 * CHUNK as usize).for_each(|part| {
-            for (qi, x) in message::words(part).map(message::raised) {
-                state.raise((qi - mine.start) as usize, x);
-            }
-        });
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::layout::owner;
     use crate::solve::ranks::local::LocalComm;
 
     /// Every level `0..=top` solved by `ranks` threads as ranks, each level's slices

@@ -38,6 +38,6 @@ pub mod local;
 pub mod mpi_comm;
 
 pub use crate::solve::comm::{Comm, Mail};
-pub use crate::solve::level::SEGMENT;
+pub use crate::solve::level::{ROUND, SEGMENT};
 pub use build::{build_slices, SliceReport};
-pub use engine::{solve_slice, LowerSlices, ROUND};
+pub use engine::{solve_slice, LowerSlices};
