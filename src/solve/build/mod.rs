@@ -30,7 +30,7 @@ use crate::solve::comm::Solo;
 use crate::solve::level::STRIPE_IN_TESTS;
 use crate::solve::level::{
     backward_pass, forward_pass, forward_stream, Compact, Fast, Forwarded, Outcomes, Partition,
-    PhaseTimes, Settle, Stage, SEGMENT_SHIFT,
+    PhaseTimes, Settle, Stage,
 };
 pub use crate::solve::level::{Lower, StateKind};
 pub use crate::solve::options::BuildOptions;
@@ -322,7 +322,6 @@ impl Builder<'_> {
             return Ok(None);
         };
         let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
-        let at = checkpoints.resumed;
         // The backward pass reads no lower level.
         self.lower.release();
         self.done.release();
@@ -335,12 +334,7 @@ impl Builder<'_> {
                 state,
                 lower: Lower::Stream,
             };
-            let solved = Solved {
-                way,
-                resumed: at,
-                ..solved
-            };
-            (solved, values)
+            (Solved { way, ..solved }, values)
         }))
     }
 
@@ -482,14 +476,7 @@ impl Builder<'_> {
             present: head.present,
             forward: Duration::from_nanos(head.forward_ns),
         };
-        // A segment of another size than this build's counts only as far as it covers
-        // whole segments of this one (seeding one again changes nothing).
-        let scanned = u64::from(head.segment) << head.segment_shift;
-        let from = Stage {
-            next: head.next as i8,
-            segment: (scanned >> SEGMENT_SHIFT) as u32,
-            backward: Duration::from_nanos(head.backward_ns),
-        };
+        let from = Stage::of_checkpoint(&head);
         bar.phase("solving", size);
         Ok(Some(self.backward(n, forwarded, from, &bar, checkpoints)))
     }

@@ -154,77 +154,87 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
     let total: u64 = levels()
         .map(|m| slice_of(m, rank).end - slice_of(m, rank).start)
         .sum();
-    // What rank `r` reads in each round: its chunks, as (level, first, end).
-    let rounds_of = |r: usize| -> Vec<Vec<(usize, u64, u64)>> {
-        let step = if ranks == 1 { u64::MAX } else { ROUND };
-        let mut rounds: Vec<Vec<(usize, u64, u64)>> = Vec::new();
-        for m in levels() {
+    // The pieces of rank `r`'s slices of the lower levels, in order: over ranks of
+    // [`ROUND`] positions, a piece a round, which bounds what a round sends; a process
+    // alone reads each level whole, all in one round.
+    let step = if ranks == 1 { u64::MAX } else { ROUND };
+    let pieces_of = |r: usize| {
+        levels().flat_map(move |m| {
             let part = slice_of(m, r);
-            let mut a = part.start;
-            while a < part.end {
-                let b = a.saturating_add(step).min(part.end);
-                let chunks = (a..b)
-                    .step_by(CHUNK as usize)
-                    .map(|c| (m, c, (c + CHUNK).min(b)));
-                if ranks == 1 && !rounds.is_empty() {
-                    rounds[0].extend(chunks);
-                } else {
-                    rounds.push(chunks.collect());
-                }
-                a = b;
-            }
-        }
-        rounds
+            let count = (part.end - part.start).div_ceil(step);
+            (0..count).map(move |k| {
+                let a = part.start + k * step;
+                (m, a..a.saturating_add(step).min(part.end))
+            })
+        })
     };
-    let count = (0..ranks).map(|r| rounds_of(r).len()).max().unwrap_or(0);
-    let mut mine_rounds = rounds_of(rank).into_iter();
+    let mine_pieces: Vec<(usize, Range<u64>)> = pieces_of(rank).collect();
+    let rounds: Vec<&[(usize, Range<u64>)]> = if ranks == 1 {
+        vec![&mine_pieces[..]]
+    } else {
+        mine_pieces.chunks(1).collect()
+    };
+    // Every rank takes part in the most rounds any rank needs.
+    let count = match ranks {
+        1 => rounds.len(),
+        _ => (0..ranks).map(|r| pieces_of(r).count()).max().unwrap_or(0),
+    };
     let base = mine.start;
-    for _ in 0..count {
-        let chunks = mine_rounds.next().unwrap_or_default();
+    for round in 0..count {
+        let pieces = rounds.get(round).copied().unwrap_or_default();
         let sent: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); ranks]);
         let state = &state;
-        let read = chunks.into_par_iter().try_for_each_init(
-            || (Vec::new(), vec![Vec::new(); ranks]),
-            |(values, out): &mut (Vec<u8>, Vec<Vec<u8>>), (m, first, end)| {
-                values.resize((end - first) as usize, 0);
-                lower.read(m, first, values)?;
-                let run = LowerRun {
-                    m,
-                    start: first,
-                    values,
-                };
-                if ranks == 1 {
-                    // Every parent is held: no test on the way.
-                    let touch = |qi: u64| prefetch(state.exit_addr(qi as usize));
-                    let apply = |qi: u64, x: i8, _| state.raise(qi as usize, x);
-                    scan_uncaptures(rules, index, n, run, touch, apply);
-                } else {
-                    let touch = |qi: u64| {
-                        if qi.wrapping_sub(base) < held {
-                            prefetch(state.exit_addr((qi - base) as usize));
-                        }
-                    };
-                    let apply = |qi: u64, x: i8, _| {
-                        if qi.wrapping_sub(base) < held {
-                            state.raise((qi - base) as usize, x);
+        let read = pieces.iter().try_for_each(|(m, piece)| {
+            let (m, piece) = (*m, piece.clone());
+            (0..(piece.end - piece.start).div_ceil(CHUNK))
+                .into_par_iter()
+                .try_for_each_init(
+                    || (Vec::new(), vec![Vec::new(); ranks]),
+                    |(values, out): &mut (Vec<u8>, Vec<Vec<u8>>), c| {
+                        let first = piece.start + c * CHUNK;
+                        let end = (first + CHUNK).min(piece.end);
+                        values.resize((end - first) as usize, 0);
+                        lower.read(m, first, values)?;
+                        let run = LowerRun {
+                            m,
+                            start: first,
+                            values,
+                        };
+                        if ranks == 1 {
+                            // Every parent is held: no test on the way.
+                            let touch = |qi: u64| prefetch(state.exit_addr(qi as usize));
+                            let apply = |qi: u64, x: i8, _| state.raise(qi as usize, x);
+                            scan_uncaptures(rules, index, n, run, touch, apply);
                         } else {
-                            let word = message::raise(qi, x);
-                            out[owner(qi, size, ranks)].extend_from_slice(&word.to_le_bytes());
+                            let touch = |qi: u64| {
+                                if qi.wrapping_sub(base) < held {
+                                    prefetch(state.exit_addr((qi - base) as usize));
+                                }
+                            };
+                            let apply = |qi: u64, x: i8, _| {
+                                if qi.wrapping_sub(base) < held {
+                                    state.raise((qi - base) as usize, x);
+                                } else {
+                                    let word = message::raise(qi, x);
+                                    out[owner(qi, size, ranks)]
+                                        .extend_from_slice(&word.to_le_bytes());
+                                }
+                            };
+                            scan_uncaptures(rules, index, n, run, touch, apply);
                         }
-                    };
-                    scan_uncaptures(rules, index, n, run, touch, apply);
-                }
-                progress
-                    .inc(((end - first) as u128 * (held - half) as u128 / total as u128) as u64);
-                if out.iter().any(|o| !o.is_empty()) {
-                    let mut sent = sent.lock().unwrap();
-                    for (to, part) in sent.iter_mut().zip(out.iter_mut()) {
-                        to.append(part);
-                    }
-                }
-                Ok(())
-            },
-        );
+                        progress.inc(
+                            ((end - first) as u128 * (held - half) as u128 / total as u128) as u64,
+                        );
+                        if out.iter().any(|o| !o.is_empty()) {
+                            let mut sent = sent.lock().unwrap();
+                            for (to, part) in sent.iter_mut().zip(out.iter_mut()) {
+                                to.append(part);
+                            }
+                        }
+                        Ok(())
+                    },
+                )
+        });
         // Every rank learns whether all could read, so that all stop alike.
         if comm.sum(read.is_err() as u64) > 0 {
             read?;

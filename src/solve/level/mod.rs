@@ -20,11 +20,14 @@
 //!     generating its in-level moves and reading its children, as Syzygy's generator does;
 //! - [`forward`]: the forward pass, reading the lower levels either at random (each
 //!   capture's child read where it lies, [`forward_pass`]) or as a stream (each lower
-//!   position hands its value to its parents by un-captures, [`forward_stream`]): then
-//!   only the level being built is in memory;
-//! - [`backward`]: the backward pass, threshold by threshold, over the whole level or one
+//!   position hands its value to its parents by un-captures, [`forward_stream`], over
+//!   the whole level or one rank's slice of it): then only the level being built is in
+//!   memory;
+//! - [`backward`]: the backward pass's work at a threshold, over the whole level or one
 //!   rank's slice of it (what concerns another rank's positions goes out as a
-//!   [`Message`]).
+//!   [`Message`]), and [`rounds`]: the thresholds in rounds of segments, where the state
+//!   may be saved;
+//! - [`message`]: the 8-byte words ranks send each other.
 //!
 //! Every combination writes the same values.
 

@@ -22,6 +22,7 @@ use super::backward::{Backward, Buffers, Message, Remote, Settle};
 use super::message;
 use super::state::{threshold_bit, State};
 use super::PhaseTimes;
+use crate::db::checkpoint::CheckpointHeader;
 use crate::db::layout::{largest_slice, owner};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
@@ -51,6 +52,18 @@ pub(crate) struct Stage {
 }
 
 impl Stage {
+    /// Where the checkpoint `head` left its level's backward pass. A segment of another
+    /// size than this build's counts only as far as it covers whole segments of this one
+    /// (seeding a segment again changes nothing).
+    pub(crate) fn of_checkpoint(head: &CheckpointHeader) -> Stage {
+        let scanned = u64::from(head.segment) << head.segment_shift;
+        Stage {
+            next: head.next as i8,
+            segment: (scanned >> SEGMENT_SHIFT) as u32,
+            backward: Duration::from_nanos(head.backward_ns),
+        }
+    }
+
     /// The start of level `n`'s backward pass, right after its forward pass.
     pub(crate) fn start(n: usize) -> Stage {
         Stage {

@@ -16,7 +16,7 @@ use crate::solve::comm::Comm;
 use crate::solve::level::message;
 use crate::solve::level::{
     backward_pass, forward_stream, Compact, Fast, NoSaves, Partition, PhaseTimes, Settle, Stage,
-    StateKind, COMPACT_MAX_SEEDS, SEGMENT_SHIFT,
+    StateKind, COMPACT_MAX_SEEDS,
 };
 use crate::util::LevelBar;
 
@@ -133,39 +133,31 @@ fn solve_with<E: Settle, M: Comm, T>(
     let (rules, index, n) = (job.rules, job.index, job.n);
     let size = index.level_size(n);
     let mine = slice(size, comm.size(), comm.rank());
-    let quiet = |_: &str| {};
-    let c = job.checkpoints;
-    let mut checkpoints = Checkpoints {
+    let mut checkpoints = job.checkpoints.map(|c| Checkpoints {
         comm,
-        dir: c.map_or(Path::new("."), |c| c.dir),
+        dir: c.dir,
         rules,
-        pits: c.map_or(0, |c| c.pits),
+        pits: c.pits,
         n,
         size,
         mine: mine.clone(),
-        every: c.map(|c| c.every),
-        warn: c.map_or(&quiet, |c| c.warn),
+        every: Some(c.every),
+        warn: c.warn,
         progress: None,
         last: started,
         written: 0,
         resumed: None,
         replacing: false,
-    };
+    });
     let mut resumed = None;
-    if c.is_some() {
+    if let Some(checkpoints) = &mut checkpoints {
         // The ranks chose their state together: a checkpoint of another is not used.
         let taken = checkpoints.take_up(Some(E::KIND), &mut |_| Ok(()));
         if let Ok(Some(checkpoint)) = taken {
             let head = checkpoint.head;
             if let Ok(Some(state)) = checkpoints.load::<E>(checkpoint) {
-                let scanned = u64::from(head.segment) << head.segment_shift;
-                let from = Stage {
-                    next: head.next as i8,
-                    segment: (scanned >> SEGMENT_SHIFT) as u32,
-                    backward: Duration::from_nanos(head.backward_ns),
-                };
                 let forward = Duration::from_nanos(head.forward_ns);
-                resumed = Some((state, head.present, forward, from));
+                resumed = Some((state, head.present, forward, Stage::of_checkpoint(&head)));
             }
         }
     }
@@ -186,14 +178,13 @@ fn solve_with<E: Settle, M: Comm, T>(
             (f.state, f.present, f.forward, Stage::start(n))
         }
     };
-    let (mut state, times) = if c.is_some() {
-        backward_pass(&part, state, present, forward, from, &mut checkpoints)
-    } else {
-        backward_pass(&part, state, present, forward, from, &mut NoSaves)
+    let (mut state, times) = match &mut checkpoints {
+        Some(saves) => backward_pass(&part, state, present, forward, from, saves),
+        None => backward_pass(&part, state, present, forward, from, &mut NoSaves),
     };
-    if let Some(c) = c {
-        c.written.set(checkpoints.written);
-        c.resumed.set(checkpoints.resumed);
+    if let (Some(c), Some(saved)) = (job.checkpoints, &checkpoints) {
+        c.written.set(saved.written);
+        c.resumed.set(saved.resumed);
     }
     (f(state.finish()), times)
 }
