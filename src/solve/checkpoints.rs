@@ -94,7 +94,15 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
         fits: &mut dyn FnMut(StateKind) -> crate::error::Result<()>,
     ) -> crate::error::Result<Option<Checkpoint>> {
         let (comm, n) = (self.comm, self.n);
-        let found = list_checkpoints(self.dir, n, self.part())?;
+        // No early return before the last collective below: a rank that left would leave
+        // the others waiting. A folder that cannot be listed holds nothing here.
+        let found = list_checkpoints(self.dir, n, self.part()).unwrap_or_else(|e| {
+            (self.warn)(&format!(
+                "level {n}: checkpoints not read ({}); the level starts afresh",
+                e.one_line()
+            ));
+            Vec::new()
+        });
         // The places every rank holds a checkpoint at, the furthest first.
         let mine: Vec<u8> = found
             .iter()
@@ -145,7 +153,10 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
                         path.display(),
                         e.one_line()
                     ));
-                    std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
+                    if let Err(e) = std::fs::remove_file(&path) {
+                        // Refused again next time; the other ranks go on alike.
+                        (self.warn)(&Error::io(&path, e).one_line());
+                    }
                     continue;
                 }
             };
