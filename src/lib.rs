@@ -121,9 +121,7 @@ pub mod expert {
         pub use crate::solve::ranks::local::LocalComm;
         #[cfg(feature = "mpi")]
         pub use crate::solve::ranks::mpi_comm::MpiComm;
-        pub use crate::solve::ranks::{
-            build_slices, solve_slice, Comm, LowerSlices, Mail, SliceReport, ROUND, SEGMENT,
-        };
+        pub use crate::solve::ranks::{build_slices, solve_slice, Comm, Mail, ROUND, SEGMENT};
     }
 
     /// The rules at the level of single moves: what the solver and the property tests use
@@ -148,7 +146,8 @@ pub mod expert {
         pub use crate::app::share::{pack_level, unpack_level, PackReport};
         pub use crate::db::model::Model;
         pub use crate::db::pack::{PackOptions, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL};
-        pub use crate::db::store::{has_exit_model, survey, LevelInfo, LevelStack};
+        pub use crate::db::stack::{survey, LevelInfo, LevelStack};
+        pub use crate::db::store::has_exit_model;
     }
 
     /// Romein and Bal's `scores.N` files (DESIGN.md section 9): export and import.

@@ -387,7 +387,7 @@ mod slow {
     /// says why at each boundary. Either way the slices are the single process's level.
     #[test]
     fn a_rank_short_of_disk_saves_one_checkpoint_at_a_time_or_none() {
-        use awari::expert::ranks::{build_slices, Comm, LocalComm, SliceReport};
+        use awari::expert::ranks::{build_slices, Comm, LocalComm};
         use awari::{BuildOptions, Rules, StateKind};
         let tmp = tempfile::tempdir().unwrap();
         let (want, _) = reference(&tmp.path().join("ref"), "awari", "fast");
@@ -398,7 +398,7 @@ mod slow {
             };
             let roots = [tmp.path().join(format!("rank0-{size}")), mnt.clone()];
             let comms = LocalComm::group(2);
-            let runs: Vec<(SliceReport, Vec<String>)> = std::thread::scope(|s| {
+            let runs: Vec<(awari::LevelReport, Vec<String>)> = std::thread::scope(|s| {
                 let handles: Vec<_> = comms
                     .iter()
                     .map(|comm| {

@@ -35,11 +35,43 @@ fn module_of(src: &Path, file: &Path) -> Option<(String, usize)> {
     })
 }
 
+/// The library's files under `dir`, but for those that only unit tests compile: a file
+/// of its own for a module declared under `#[cfg(test)]` (`#[cfg(test)] mod tests;`),
+/// which is left out as an inline test module is ([`code_lines`]).
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut all = Vec::new();
+    all_rust_files(dir, &mut all);
+    let mut test_only = Vec::new();
+    for f in &all {
+        let text = fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        // The folder that holds the file's child modules.
+        let stem = f.file_stem().unwrap().to_string_lossy();
+        let home = if stem == "mod" || stem == "lib" || stem == "main" {
+            f.parent().unwrap().to_path_buf()
+        } else {
+            f.with_extension("")
+        };
+        for (i, l) in lines.iter().enumerate() {
+            let decl = match l.strip_prefix("#[cfg(test)]").map(str::trim) {
+                Some("") => lines.get(i + 1).copied().unwrap_or(""),
+                Some(rest) => rest,
+                None => continue,
+            };
+            if let Some(name) = decl.strip_prefix("mod ").and_then(|d| d.strip_suffix(';')) {
+                test_only.push(home.join(format!("{name}.rs")));
+                test_only.push(home.join(name).join("mod.rs"));
+            }
+        }
+    }
+    out.extend(all.into_iter().filter(|f| !test_only.contains(f)));
+}
+
+fn all_rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            rust_files(&path, out);
+            all_rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);
         }

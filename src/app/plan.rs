@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::db::layout::db_dir;
-use crate::db::store::{survey, LevelInfo};
+use crate::db::stack::{survey, LevelInfo};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;

@@ -15,7 +15,8 @@ use crate::db::layout::{
     build_command, db_dir, level_exists, missing_level, present_levels, Expect,
 };
 use crate::db::raw::Check;
-use crate::db::store::{has_exit_model, LevelFile, LevelStack};
+use crate::db::stack::LevelStack;
+use crate::db::store::{has_exit_model, LevelFile};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;

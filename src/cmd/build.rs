@@ -291,7 +291,7 @@ fn ranks_here() -> Option<usize> {
 /// that no rank waits forever for it.
 #[cfg(feature = "mpi")]
 fn distributed(args: BuildArgs) -> anyhow::Result<()> {
-    use awari::expert::ranks::{build_slices, Comm, MpiComm, SliceReport};
+    use awari::expert::ranks::{build_slices, Comm, MpiComm};
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Funneled) else {
         anyhow::bail!("MPI could not be started");
     };
@@ -335,14 +335,14 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
             "level", "positions", "slice", "seconds", "bytes sent", "peak RSS"
         );
     }
-    let print = |r: &SliceReport| {
+    let print = |r: &LevelReport| {
         if rank == 0 {
             println!(
                 "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}  {}",
                 r.seeds,
                 group(r.positions),
-                group(r.slice),
-                if r.kept {
+                group(r.stats.positions),
+                if r.skipped {
                     "kept".to_string()
                 } else {
                     format!("{:.2}", r.seconds)
@@ -385,8 +385,8 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
 /// The last column of a rank's report: the state, and whether the level resumed from the
 /// ranks' checkpoints or wrote any.
 #[cfg(feature = "mpi")]
-fn slice_said(r: &awari::expert::ranks::SliceReport) -> String {
-    let mut said = r.state.map_or("-", StateKind::name).to_string();
+fn slice_said(r: &LevelReport) -> String {
+    let mut said = r.way.map_or("-", |w| w.state.name()).to_string();
     if let Some(t) = r.resumed {
         said += &format!(", resumed at {t}");
     }

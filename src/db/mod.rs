@@ -1,8 +1,9 @@
 //! The files (layer 2): where a database's levels live ([`layout`]), one writer per
 //! folder ([`lock`]), raw level files ([`raw`]), packed levels ([`pack`]) with their value
-//! model ([`model`]), one level read either way ([`store`]), finished levels read as
-//! streams from their files ([`source`]), and the solver state saved inside a level
-//! ([`checkpoint`]). DESIGN.md sections 4 and 6 to 9.
+//! model ([`model`]), rank's slices of levels ([`slice`]), one level file of any of these
+//! forms, opened, probed ([`store`]) and read as a stream ([`source`]), the resident set
+//! of finished levels that a level reads ([`stack`]), and the solver state saved inside a
+//! level ([`checkpoint`]). DESIGN.md sections 4 and 6 to 9.
 
 pub mod checkpoint;
 pub mod layout;
@@ -12,6 +13,7 @@ pub mod pack;
 pub mod raw;
 pub mod slice;
 pub mod source;
+pub mod stack;
 pub mod store;
 
 /// The decoders of file headers fed random bytes, and valid headers with bytes changed:

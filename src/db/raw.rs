@@ -198,6 +198,8 @@ pub struct RawLevel {
     path: PathBuf,
     header: Header,
     map: Mmap,
+    /// The file, for reads that bring nothing of it into this process's memory.
+    file: File,
 }
 
 impl std::fmt::Debug for RawLevel {
@@ -238,6 +240,7 @@ impl RawLevel {
             path: path.to_path_buf(),
             header,
             map,
+            file,
         };
         if check == Check::Full {
             level.check_checksum()?;
@@ -286,8 +289,16 @@ impl RawLevel {
     /// map, so that the copy is the only one counted in this process's memory.
     pub fn read_payload(&self, out: &mut [u8]) -> Result<()> {
         debug_assert_eq!(out.len() as u64, self.header.positions);
-        let file = File::open(&self.path).map_err(|e| Error::io(&self.path, e))?;
-        read_exact_at_parallel(&file, PAYLOAD_OFFSET as u64, out)
+        read_exact_at_parallel(&self.file, PAYLOAD_OFFSET as u64, out)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Fills `out` with the values of the positions from `start` on, by reading the file
+    /// (not the map).
+    pub fn read_at(&self, start: u64, out: &mut [u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .read_exact_at(out, PAYLOAD_OFFSET as u64 + start)
             .map_err(|e| Error::io(&self.path, e))
     }
 

@@ -129,7 +129,10 @@ impl SliceHeader {
 
 /// An open, memory-mapped, checked slice.
 pub struct SliceLevel {
+    path: PathBuf,
     header: SliceHeader,
+    /// The fields it shares with a raw level's header (the whole level's).
+    level: Header,
     map: Mmap,
 }
 
@@ -183,7 +186,19 @@ impl SliceLevel {
                 format!("{} bytes, expected {want_len}", map.len()),
             ));
         }
-        let slice = SliceLevel { header, map };
+        let level = Header {
+            rules: header.rules,
+            pits: header.pits,
+            seeds: header.seeds,
+            positions: header.positions,
+            checksum: header.checksum,
+        };
+        let slice = SliceLevel {
+            path: path.to_path_buf(),
+            header,
+            level,
+            map,
+        };
         if xxh3_64(slice.bytes()) != slice.header.checksum {
             return Err(Error::format(path, "damaged payload (checksum mismatch)"));
         }
@@ -195,9 +210,36 @@ impl SliceLevel {
         &self.header
     }
 
+    /// The fields of the header that a raw level's has; `checksum` is the slice's.
+    pub fn level_header(&self) -> &Header {
+        &self.level
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The indices of the level the slice holds.
+    pub fn range(&self) -> Range<u64> {
+        self.header.range.clone()
+    }
+
     /// The values of the slice's indices, in order.
     pub fn bytes(&self) -> &[u8] {
         &self.map[PAYLOAD_OFFSET..]
+    }
+
+    /// The value of the position with index `i` of the level, which must be in the slice.
+    pub fn value(&self, i: u64) -> Result<i8> {
+        let r = &self.header.range;
+        if !r.contains(&i) {
+            return Err(Error::Input(format!(
+                "index {i} is not in slice {}..{} of level {}",
+                r.start, r.end, self.header.seeds
+            )));
+        }
+        Ok(self.bytes()[(i - r.start) as usize] as i8)
     }
 
     /// Lets the kernel take back the pages of the map read so far: a stream of the slice

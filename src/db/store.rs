@@ -12,31 +12,36 @@
 //! A level packed with the exit model ([`crate::db::model`]) stores bytes that become values
 //! only with the values of the levels below: a probe resolves them in
 //! [`crate::app::database::Database`], a whole-level reader passes the lower levels' values
-//! (`below`) to [`LevelFile::into_checked_values`], and [`LevelStack`] reads them
+//! (`below`) to [`LevelFile::into_checked_values`], and [`crate::db::stack::LevelStack`] reads them
 //! bottom-up for readers that do not hold them already.
 
 use std::borrow::Cow;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::ops::Range;
+use std::path::Path;
 
-use crate::db::layout::{
-    database_dirs, level_path, list_levels, missing_level, packed_path, Expect,
-};
+use crate::db::checkpoint::SliceOf;
+use crate::db::layout::slice;
+use crate::db::layout::{level_path, list_levels, packed_path, Expect};
 use crate::db::model::Model;
 use crate::db::pack::{PackHeader, PackedLevel};
-use crate::db::raw::{release_map, Check, Header, RawLevel, PAYLOAD_OFFSET};
+use crate::db::raw::{release_map, Check, Header, RawLevel};
+use crate::db::slice::{slice_path, SliceLevel};
 use crate::error::{Error, Result};
-use crate::game::index::Index;
-use crate::game::rules::Rules;
 use crate::util::HugeBuf;
 
-/// An open level, raw or packed.
+/// An open level file: raw, packed, or a rank's slice of a level. Opened and checked
+/// here, probed here, and read as a stream in index order through reads of the file
+/// ([`crate::db::source`]), so that nothing of it stays in this process's memory.
 #[derive(Debug)]
 pub enum LevelFile {
     /// A raw level (`level-NNN.awl`).
     Raw(RawLevel),
     /// A packed level (`level-NNN.awp`).
     Packed(PackedLevel),
+    /// A rank's slice of a level (`level-NNN.<r>of<R>.aws`): the values of its range of
+    /// indices only, its checksum checked on opening.
+    Slice(SliceLevel),
 }
 
 impl LevelFile {
@@ -57,11 +62,25 @@ impl LevelFile {
         Ok(None)
     }
 
-    /// The level's header (for a packed level, the fields it shares with a raw one).
+    /// Opens rank `part.rank`'s slice of level `expect.seeds` in `dir`, of a build over
+    /// `part.ranks` ranks, its payload checksum checked; `None` if there is none.
+    pub fn open_slice(dir: &Path, expect: &Expect, part: SliceOf) -> Result<Option<LevelFile>> {
+        let path = slice_path(dir, expect.seeds, part.rank, part.ranks);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let range = slice(expect.positions, part.ranks, part.rank);
+        SliceLevel::open(&path, expect, part.rank, part.ranks, range)
+            .map(|l| Some(LevelFile::Slice(l)))
+    }
+
+    /// The level's header (for a packed level or a slice, the fields it shares with a raw
+    /// level's; a slice's checksum is of its own values).
     pub fn header(&self) -> &Header {
         match self {
             LevelFile::Raw(l) => l.header(),
             LevelFile::Packed(l) => l.header(),
+            LevelFile::Slice(l) => l.level_header(),
         }
     }
 
@@ -70,6 +89,25 @@ impl LevelFile {
         match self {
             LevelFile::Raw(l) => l.path(),
             LevelFile::Packed(l) => l.path(),
+            LevelFile::Slice(l) => l.path(),
+        }
+    }
+
+    /// The indices whose values the file holds: the whole level, or a slice's range.
+    pub fn range(&self) -> Range<u64> {
+        match self {
+            LevelFile::Slice(l) => l.range(),
+            _ => 0..self.header().positions,
+        }
+    }
+
+    /// Lets the kernel take back the pages of the file's map read so far (its values stay
+    /// readable, from the file).
+    pub fn release(&self) {
+        match self {
+            LevelFile::Raw(l) => l.release(),
+            LevelFile::Packed(l) => l.release(),
+            LevelFile::Slice(l) => l.release(),
         }
     }
 
@@ -81,8 +119,8 @@ impl LevelFile {
     /// How the level stores its values: [`Model::Plain`] for a raw level.
     pub fn model(&self) -> Model {
         match self {
-            LevelFile::Raw(_) => Model::Plain,
             LevelFile::Packed(l) => l.model(),
+            _ => Model::Plain,
         }
     }
 
@@ -94,6 +132,7 @@ impl LevelFile {
     pub fn value(&self, i: u64) -> Result<i8> {
         match self {
             LevelFile::Raw(l) => Ok(l.value(i)),
+            LevelFile::Slice(l) => l.value(i),
             LevelFile::Packed(l) if l.model() == Model::Plain => l.stored(i),
             LevelFile::Packed(l) => Err(Error::format(
                 l.path(),
@@ -112,26 +151,29 @@ impl LevelFile {
         match self {
             LevelFile::Raw(l) => Ok(l.value(i)),
             LevelFile::Packed(l) => l.stored(i),
+            LevelFile::Slice(l) => l.value(i),
         }
     }
 
-    /// The level's values: borrowed from a raw level's map, decompressed (every block and
-    /// the payload checksum checked) from a packed one. `below[m]` holds the values of
-    /// level `m`; only a level packed with the exit model reads them, and needs all of
-    /// `0..n`.
+    /// The values the file holds ([`LevelFile::range`]): borrowed from a raw level's or a
+    /// slice's map, decompressed (every block and the payload checksum checked) from a
+    /// packed one. `below[m]` holds the values of level `m`; only a level packed with the
+    /// exit model reads them, and needs all of `0..n`.
     pub fn payload(&self, below: &[&[u8]]) -> Result<Cow<'_, [u8]>> {
         match self {
             LevelFile::Raw(l) => Ok(Cow::Borrowed(l.bytes())),
             LevelFile::Packed(l) => l.decode_all(below).map(Cow::Owned),
+            LevelFile::Slice(l) => Ok(Cow::Borrowed(l.bytes())),
         }
     }
 
     /// Recomputes the payload checksum (and, packed, every block's) against the file;
-    /// `below` as in [`LevelFile::payload`].
+    /// `below` as in [`LevelFile::payload`]. A slice's was checked on opening.
     pub fn check_checksum(&self, below: &[&[u8]]) -> Result<()> {
         match self {
             LevelFile::Raw(l) => l.check_checksum(),
             LevelFile::Packed(l) => l.check_checksum(below),
+            LevelFile::Slice(_) => Ok(()),
         }
     }
 
@@ -145,6 +187,10 @@ impl LevelFile {
                 Ok(LevelValues::Mapped(l))
             }
             LevelFile::Packed(l) => LevelValues::decoded(&l, below),
+            LevelFile::Slice(l) => Err(Error::format(
+                l.path(),
+                "a slice of a level, not the whole level (gather the slices first)",
+            )),
         }
     }
 }
@@ -232,125 +278,6 @@ pub fn level_memory(n: usize, positions: u64) -> Result<HugeBuf> {
         .map_err(|e| Error::Resources(format!("cannot allocate {len} bytes for level {n}: {e}")))
 }
 
-/// The values of levels `0, 1, ...` of one database, read bottom-up, for whole-level
-/// readers of levels packed with the exit model, which need every level below. Raw
-/// levels are memory-mapped; packed ones are decompressed and resolved into memory.
-pub struct LevelStack {
-    dir: PathBuf,
-    rules: Rules,
-    index: Index,
-    levels: Vec<LevelValues>,
-    keep: bool,
-}
-
-impl std::fmt::Debug for LevelStack {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LevelStack")
-            .field("dir", &self.dir)
-            .field("rules", &self.rules)
-            .finish_non_exhaustive()
-    }
-}
-
-impl LevelStack {
-    /// The levels of the database in `dir`. `keep`: whether [`LevelStack::offer`] keeps
-    /// what it is offered (only worth the memory when an exit-model level will be read).
-    pub fn new(dir: &Path, rules: Rules, pits: usize, keep: bool) -> Result<LevelStack> {
-        let max = Index::max_supported(pits)?;
-        Ok(LevelStack {
-            dir: dir.to_path_buf(),
-            rules,
-            index: Index::new(pits, max)?,
-            levels: Vec::new(),
-            keep,
-        })
-    }
-
-    /// The database folder the levels are read from.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The ranking tables of the database's board size, valid for every level it supports.
-    pub fn index(&self) -> &Index {
-        &self.index
-    }
-
-    /// What level `n` of this database must be.
-    pub fn expect(&self, n: usize) -> Expect {
-        Expect::level(self.rules, &self.index, n)
-    }
-
-    /// Levels held: `0..len`.
-    pub fn len(&self) -> usize {
-        self.levels.len()
-    }
-
-    /// Whether no level is held yet.
-    pub fn is_empty(&self) -> bool {
-        self.levels.is_empty()
-    }
-
-    /// Reads the levels below `n` not held yet, every checksum checked (the raw file of a
-    /// level if present, else its pack).
-    pub fn load_below(&mut self, n: usize) -> Result<()> {
-        while self.levels.len() < n {
-            let m = self.levels.len();
-            let Some(level) = LevelFile::open(&self.dir, &self.expect(m), Check::HeaderOnly)?
-            else {
-                let pits = self.index.pits_per_side();
-                return Err(missing_level(&self.dir, self.rules, pits, m, m));
-            };
-            let values = level.into_checked_values(&self.below(m))?;
-            self.levels.push(values);
-        }
-        Ok(())
-    }
-
-    /// The values of the levels below `n` that are held (all of them after
-    /// [`LevelStack::load_below`]).
-    pub fn below(&self, n: usize) -> Vec<&[u8]> {
-        self.levels.iter().take(n).map(LevelValues::bytes).collect()
-    }
-
-    /// Level `m`, if held.
-    pub fn get(&self, m: usize) -> Option<&LevelValues> {
-        self.levels.get(m)
-    }
-
-    /// Lets the kernel take back the pages of every mapped level held
-    /// (a map's pages, not values in memory): the builder's backward pass reads no lower level.
-    pub fn release(&self) {
-        self.levels.iter().for_each(LevelValues::release);
-    }
-
-    /// What a whole-level reader passes as `below` to read level `n`, stored with `model`:
-    /// for the exit model every level below, read now if not held yet (a missing or
-    /// damaged one is named, with why it is needed).
-    pub fn below_for(&mut self, n: usize, model: Model) -> Result<Vec<&[u8]>> {
-        if model == Model::Exits {
-            self.load_below(n).map_err(|e| {
-                e.context(format!(
-                    "level {n} is packed with the exit model and needs the levels below it"
-                ))
-            })?;
-        }
-        Ok(self.below(n))
-    }
-
-    /// Whether [`LevelStack::offer`] would keep level `n`.
-    pub fn wants(&self, n: usize) -> bool {
-        self.keep && self.levels.len() == n
-    }
-
-    /// The values of level `n`, which a caller has read: kept if wanted.
-    pub fn offer(&mut self, n: usize, values: LevelValues) {
-        if self.wants(n) {
-            self.levels.push(values);
-        }
-    }
-}
-
 /// Whether a packed level in `dir` uses the exit model (whole-level readers of the
 /// database then keep the levels below it).
 pub fn has_exit_model(dir: &Path) -> bool {
@@ -363,97 +290,4 @@ pub fn has_exit_model(dir: &Path) -> bool {
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
         read.is_ok() && PackHeader::peek_model(&head) == Some(Model::Exits)
     })
-}
-
-/// One level file found by [`survey`].
-#[derive(Clone, Debug)]
-pub struct LevelInfo {
-    /// The rule set of the database folder the file is in.
-    pub rules: Rules,
-    /// Pits per side of that database.
-    pub pits: usize,
-    /// The level, from the file name.
-    pub seeds: usize,
-    /// Positions the level must hold (from the index, not from the file).
-    pub positions: u64,
-    /// A packed file (`level-NNN.awp`), else a raw one (`level-NNN.awl`).
-    pub packed: bool,
-    /// The value model of a packed level whose header could be read.
-    pub model: Option<Model>,
-    /// The level file.
-    pub path: std::path::PathBuf,
-    /// Size of the file.
-    pub bytes: u64,
-    /// Size of the level as a raw file (header and one byte per position).
-    pub raw_bytes: u64,
-    /// `None` if the file opened (and, when checked, its checksums matched), else why not.
-    pub problem: Option<String>,
-    /// Whether the payload checksum was recomputed.
-    pub checked: bool,
-}
-
-/// Every level file under `root`, in every database folder (`<rules>-<P>`), in order of
-/// rules, P and level. `check`: recompute every checksum (decompressing packed levels).
-pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
-    let mut out = Vec::new();
-    for (rules, pits, dir) in database_dirs(root)? {
-        // With --check, the values of the levels checked so far, for exit-model levels.
-        let mut stack = LevelStack::new(&dir, rules, pits, check && has_exit_model(&dir))?;
-        let max = stack.index().max_seeds();
-        for (n, packed) in list_levels(&dir)? {
-            if n > max {
-                continue;
-            }
-            let path = if packed {
-                packed_path(&dir, n)
-            } else {
-                level_path(&dir, n)
-            };
-            let want = stack.expect(n);
-            let bytes = fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
-            let mut model = None;
-            let opened = if packed {
-                PackedLevel::open(&path, &want).and_then(|l| {
-                    model = Some(l.model());
-                    if !check {
-                        return Ok(());
-                    }
-                    if l.model() == Model::Exits {
-                        // Levels below that are missing or damaged fail here, named.
-                        stack.load_below(n).map_err(|e| {
-                            e.context("cannot be checked without the levels below it")
-                        })?;
-                    }
-                    let values = LevelValues::decoded(&l, &stack.below(n))?;
-                    stack.offer(n, values);
-                    Ok(())
-                })
-            } else {
-                let how = if check {
-                    Check::Full
-                } else {
-                    Check::HeaderOnly
-                };
-                RawLevel::open(&path, &want, how).map(|l| {
-                    if check {
-                        stack.offer(n, LevelValues::Mapped(l));
-                    }
-                })
-            };
-            out.push(LevelInfo {
-                rules,
-                pits,
-                seeds: n,
-                positions: want.positions,
-                packed,
-                model,
-                bytes,
-                raw_bytes: PAYLOAD_OFFSET as u64 + want.positions,
-                problem: opened.err().map(Error::into_problem),
-                checked: check,
-                path,
-            });
-        }
-    }
-    Ok(out)
 }

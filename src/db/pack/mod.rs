@@ -232,6 +232,8 @@ pub struct PackedLevel {
     header: PackHeader,
     map: Mmap,
     cache: Box<BlockCache>,
+    /// The file, for reads of blocks that bring nothing of it into this process's memory.
+    file: File,
 }
 
 impl std::fmt::Debug for PackedLevel {
@@ -259,6 +261,7 @@ impl PackedLevel {
             header,
             map,
             cache: Box::new(BlockCache::new()),
+            file,
         };
         level.check_table()?;
         Ok(level)
@@ -348,6 +351,29 @@ impl PackedLevel {
     /// The bytes of block `b` in the file: `off[b]..off[b+1]`.
     pub fn block_bytes(&self, b: u64) -> std::ops::Range<u64> {
         self.offset(b)..self.offset(b + 1)
+    }
+
+    /// Lets the kernel take back the pages of the file's map read so far.
+    pub fn release(&self) {
+        crate::db::raw::release_map(&self.map);
+    }
+
+    /// Reads block `b` from the file (not the map, so that nothing of it stays in this
+    /// process's memory) into `src` and decompresses it into `out` (as long as the block):
+    /// a file that cannot be read is the outer error, a damaged block the inner one.
+    pub fn read_block(
+        &self,
+        b: u64,
+        src: &mut Vec<u8>,
+        out: &mut [u8],
+    ) -> Result<std::result::Result<(), BlockProblem>> {
+        use std::os::unix::fs::FileExt;
+        let bytes = self.block_bytes(b);
+        src.resize((bytes.end - bytes.start) as usize, 0);
+        self.file
+            .read_exact_at(src, bytes.start)
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(self.decode_block_bytes(b, src, out))
     }
 
     /// Decompresses block `b` from `src`, its bytes as the file holds them (read by the

@@ -1,9 +1,18 @@
-//! The single-process build's own tests: spilling, building over packed levels, the
-//! rates file, rebuilding a damaged pack.
+//! The build's own tests: spilling, building over packed levels, the rates file,
+//! rebuilding a damaged pack, and ranks resuming a level together from their checkpoints
+//! through the one driver.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
 
 use super::*;
+use crate::db::checkpoint::{checkpoint_path, list_checkpoints};
+use crate::db::layout::{level_path, packed_path};
 use crate::db::pack::{pack_payload, PackOptions};
 use crate::game::rules::Rules;
+use crate::solve::level::{Compact, Fast, STRIPE_IN_TESTS};
+use crate::solve::ranks::local::LocalComm;
 
 fn opts(root: &Path, max_seeds: usize, force: bool) -> BuildOptions {
     BuildOptions::new(root, Rules::Awari, 3, max_seeds).force(force)
@@ -178,4 +187,151 @@ fn rebuilding_a_damaged_pack_removes_it() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(!packed.exists());
     assert_eq!(fs::read(&raw).unwrap(), good);
+}
+
+/// Level `n` of 4-pit Oware over `ranks` thread ranks through the one driver, each rank
+/// in `root/rank<r>`, its slices of the levels below built first, saving its checkpoints
+/// at every chance; `keep` copies, when the level is solved and before it is written, what
+/// each rank's folder holds to `root/kept<r>` (a build killed after its last checkpoint).
+/// The slices concatenated, where each rank resumed, and the warnings of each rank.
+#[allow(clippy::type_complexity)]
+fn solve_saved(
+    root: &Path,
+    n: usize,
+    ranks: usize,
+    kind: StateKind,
+    keep: bool,
+) -> (Vec<u8>, Vec<Option<CheckpointAt>>, Vec<Vec<String>>) {
+    let index = Index::new(4, n).unwrap();
+    let truth = crate::solve::level::solve_in_memory(Rules::Oware, &index, n);
+    let comms = LocalComm::group(ranks);
+    let parts: Vec<(Vec<u8>, Option<CheckpointAt>, Vec<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .iter()
+            .map(|comm| {
+                s.spawn(move || {
+                    let r = comm.rank();
+                    let opts =
+                        BuildOptions::new(&root.join(format!("rank{r}")), Rules::Oware, 4, n)
+                            .state(Some(kind))
+                            .ranks_here(ranks)
+                            .command("test")
+                            .checkpoint_every(Duration::ZERO);
+                    let below = BuildOptions {
+                        max_seeds: n - 1,
+                        ..opts.clone()
+                    }
+                    .checkpoint_every(None);
+                    crate::solve::ranks::build_slices(comm, &below, |_| {}, |_| {}).unwrap();
+                    let said = Mutex::new(Vec::new());
+                    let warn = |w: &str| said.lock().unwrap().push(w.to_string());
+                    let dir = db_dir(&opts.root, Rules::Oware, 4);
+                    let part = SliceOf { rank: r, ranks };
+                    let index = opts.checked_index().unwrap();
+                    let mut b =
+                        Builder::new(comm, &opts, index, dir.clone(), Target::Slices(part), &warn)
+                            .unwrap();
+                    let (values, solved) = match b.resume_level(n).unwrap() {
+                        Some((solved, values)) => (values, solved),
+                        None => {
+                            b.lower.open_for_stream(n, n).unwrap();
+                            let solved = match kind {
+                                StateKind::Fast => b.solve::<Fast>(n, Lower::Stream, false),
+                                StateKind::Compact => b.solve::<Compact>(n, Lower::Stream, false),
+                            };
+                            let (values, solved) = solved.unwrap();
+                            (values, solved)
+                        }
+                    };
+                    if keep {
+                        let to = root.join(format!("kept{r}"));
+                        std::fs::create_dir_all(&to).unwrap();
+                        for e in std::fs::read_dir(&dir).unwrap() {
+                            let e = e.unwrap();
+                            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+                        }
+                    }
+                    assert!(solved.checkpoints > 0 || solved.resumed.is_some());
+                    let said = said.lock().unwrap().clone();
+                    (values.to_vec(), solved.resumed, said)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        parts
+            .iter()
+            .flat_map(|p| p.0.iter().copied())
+            .eq(truth[n].iter().copied()),
+        "level {n} over {ranks} ranks differs from the single process"
+    );
+    (
+        parts.iter().flat_map(|p| p.0.clone()).collect(),
+        parts.iter().map(|p| p.1).collect(),
+        parts.iter().map(|p| p.2.clone()).collect(),
+    )
+}
+
+/// Thread ranks save their slices at the same places (between thresholds and inside
+/// them, after a segment) and resume from them, all together, to the single process's
+/// level, also from inside a threshold; when one rank's checkpoint is damaged, every
+/// rank starts the level afresh, to the same level.
+#[test]
+fn ranks_resume_from_their_checkpoints_together() {
+    // One rank is a process alone (the single-process build runs this code with its own
+    // one-rank comm).
+    for (kind, ranks) in [
+        (StateKind::Fast, 3),
+        (StateKind::Compact, 3),
+        (StateKind::Fast, 1),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (root, n) = (tmp.path(), 14);
+        let last = ranks - 1;
+        let rank_dir = |r: usize| db_dir(&root.join(format!("rank{r}")), Rules::Oware, 4);
+        let (_, resumed, said) = solve_saved(root, n, ranks, kind, true);
+        assert_eq!(resumed, vec![None; ranks]);
+        assert_eq!(said, vec![Vec::<String>::new(); ranks]);
+        // The checkpoints left when the level was solved, as a kill would leave them.
+        let restore = || {
+            for r in 0..ranks {
+                let from = root.join(format!("kept{r}"));
+                for e in std::fs::read_dir(&from).unwrap() {
+                    let e = e.unwrap();
+                    std::fs::copy(e.path(), rank_dir(r).join(e.file_name())).unwrap();
+                }
+            }
+        };
+        restore();
+        let left = list_checkpoints(&rank_dir(0), n, SliceOf { rank: 0, ranks }).unwrap();
+        assert_eq!(left.len(), 1, "{left:?}");
+        let t = left[0].0;
+        // Saved at every chance, the last one is inside the last threshold, after all but
+        // its last segment.
+        let segments =
+            crate::db::layout::largest_slice(Index::new(4, n).unwrap().level_size(n), ranks)
+                .div_ceil(crate::solve::level::SEGMENT);
+        assert!(segments > 2, "{segments} segments");
+        assert_eq!((t.next, t.segment as u64), (1, segments - 1));
+        let (_, resumed, said) = solve_saved(root, n, ranks, kind, false);
+        assert_eq!(resumed, vec![Some(t); ranks]);
+        assert_eq!(said, vec![Vec::<String>::new(); ranks]);
+        // The last rank's checkpoint damaged: no rank resumes, each starts the level
+        // afresh.
+        restore();
+        let part = SliceOf { rank: last, ranks };
+        let path = checkpoint_path(&rank_dir(last), n, t, part);
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        let (_, resumed, said) = solve_saved(root, n, ranks, kind, false);
+        assert_eq!(resumed, vec![None; ranks]);
+        assert!(said[..last].iter().all(|s| s.is_empty()), "{said:?}");
+        assert_eq!(said[last].len(), 1, "{said:?}");
+        assert!(
+            said[last][0].contains("refused (") && said[last][0].contains("damaged"),
+            "{said:?}"
+        );
+    }
 }

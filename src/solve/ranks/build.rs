@@ -1,69 +1,36 @@
-//! A distributed build of many levels: each rank solves its slice of every level with the
-//! engine and keeps it in a slice file; a rerun keeps the levels complete on every rank.
+//! A distributed build of many levels: each rank solves its slice of every level with
+//! the one driver of `solve::build` and keeps it in a slice file; a rerun keeps the
+//! levels complete on every rank. What is here is what only ranks check before they
+//! start: the partition, the folders, the options.
 
-use std::cell::{Cell, RefCell};
-
-use crate::db::checkpoint::{remove_checkpoints, CheckpointAt, SliceOf};
-use crate::db::layout::{build_command, db_dir, slice, Expect};
+use crate::db::checkpoint::SliceOf;
+use crate::db::layout::{build_command, db_dir};
 use crate::db::lock::DirLock;
-use crate::db::slice::{list_slices, slice_path, write_slice, SliceHeader, SliceLevel};
+use crate::db::slice::{list_slices, slice_path, SliceHeader};
 use crate::error::Error;
+use crate::solve::build::{build_levels, LevelReport, Target};
 use crate::solve::level::message;
-use crate::solve::level::Lower;
-use crate::solve::level::StateKind;
 use crate::solve::options::BuildOptions;
-use crate::solve::plan::rates::{self, LevelRate};
-use crate::solve::plan::{check_slice_fits, slice_way};
-use crate::solve::ranks::engine::{solve_slice_saved, SliceCheckpoints, SliceJob};
-use crate::solve::ranks::{Comm, LowerSlices};
-use crate::util::memory_available;
-
-/// One level of a distributed build, as this rank saw it.
-#[derive(Clone, Copy, Debug)]
-pub struct SliceReport {
-    /// The level.
-    pub seeds: usize,
-    /// Positions of the whole level.
-    pub positions: u64,
-    /// Positions of this rank's slice.
-    pub slice: u64,
-    /// Found complete on every rank, not rebuilt.
-    pub kept: bool,
-    /// The solver state it was built with (`None` if kept).
-    pub state: Option<StateKind>,
-    /// Wall time of the level.
-    pub seconds: f64,
-    /// Bytes this rank sent for the level.
-    pub bytes_sent: u64,
-    /// This rank's peak resident memory so far, where the system says.
-    pub peak_rss: Option<u64>,
-    /// Where the level resumed from the ranks' checkpoints (`None`: built from its start,
-    /// or kept).
-    pub resumed: Option<CheckpointAt>,
-    /// Checkpoints every rank wrote while building it.
-    pub checkpoints: u32,
-}
+use crate::solve::ranks::Comm;
 
 /// Builds levels `0..=max_seeds` of the database `rules`-`pits` over the ranks of
-/// `comm`, this rank keeping its slices in its database folder under `opts.root`. A level
-/// whose slices are complete on every rank is kept (unless `opts.force`); any other is
-/// built again by all. Slices of a build over another number of ranks in the folder are
-/// refused before anything is done, and so is a folder where another build holds this
-/// rank's lock, and an option this build does not do
-/// ([`BuildOptions::unsupported_over_ranks`]). The lower levels are read as streams; the
-/// state is `opts.state`, or, where `None`, the fast state where every rank's slice fits
-/// its share of its node's free memory, else the compact one (levels of at most 56 seeds).
-/// Rank 0 adds each level built from its start to the rates file in its folder
+/// `comm`, this rank keeping its slices in its database folder under `opts.root`; the
+/// reports are of this rank's slices. A level whose slices are complete on every rank is
+/// kept (unless `opts.force`); any other is built again by all. Slices of a build over
+/// another number of ranks in the folder are refused before anything is done, and so is
+/// a folder where another build holds this rank's lock, and an option this build does not
+/// do ([`BuildOptions::unsupported_over_ranks`]). The lower levels are read as streams;
+/// the state is `opts.state`, or, where `None`, the fast state where every rank's slice
+/// fits its share of its node's free memory, else the compact one (levels of at most 56
+/// seeds). Rank 0 adds each level built from its start to the rates file in its folder
 /// (`rates.csv`, [`crate::plan::rates`]). `warn` says what goes wrong without stopping
 /// the build: a checkpoint this rank's disk has no room for, or could not write.
 pub fn build_slices<M: Comm>(
     comm: &M,
     opts: &BuildOptions,
-    mut report: impl FnMut(&SliceReport),
+    report: impl FnMut(&LevelReport),
     warn: impl FnMut(&str),
-) -> crate::error::Result<Vec<SliceReport>> {
-    let warn = RefCell::new(warn);
-    let warn = |line: &str| (warn.borrow_mut())(line);
+) -> crate::error::Result<Vec<LevelReport>> {
     let (rank, ranks) = (comm.rank(), comm.size());
     let (rules, pits, max_seeds) = (opts.rules, opts.pits, opts.max_seeds);
     if let Some(flag) = opts.unsupported_over_ranks() {
@@ -71,7 +38,6 @@ pub fn build_slices<M: Comm>(
     }
     let index = opts.checked_index()?;
     let dir = db_dir(&opts.root, rules, pits);
-    let dir = dir.as_path();
     if index.level_size(max_seeds) > message::INDEX {
         return Err(Error::Input(format!(
             "level {max_seeds} of {pits} pits per side holds {} positions, more than a build \
@@ -80,7 +46,7 @@ pub fn build_slices<M: Comm>(
             message::INDEX_BITS
         )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     // Every rank learns whether all could start, so that all stop alike.
     let together = |mine: crate::error::Result<()>, what: &str| {
         let failed = comm.sum(mine.is_err() as u64);
@@ -97,14 +63,14 @@ pub fn build_slices<M: Comm>(
         .clone()
         .unwrap_or_else(|| build_command(&opts.root, rules, pits, max_seeds));
     let what = format!("rank {rank} of {ranks}: {command}");
-    let (_lock, locked) = match DirLock::acquire_rank(dir, rank, &what) {
+    let (_lock, locked) = match DirLock::acquire_rank(&dir, rank, &what) {
         Ok(lock) => (Some(lock), Ok(())),
         Err(e) => (None, Err(e)),
     };
     together(locked, "found their folder held by another build")?;
     // Slices of another partition would be read as this one's: refuse them, on every
     // rank at once.
-    let foreign = list_slices(dir)?.into_iter().find(|&(_, _, r)| r != ranks);
+    let foreign = list_slices(&dir)?.into_iter().find(|&(_, _, r)| r != ranks);
     together(
         match foreign {
             Some((n, r, rs)) => Err(Error::Input(format!(
@@ -116,8 +82,8 @@ pub fn build_slices<M: Comm>(
         "found slices of a build over another number of ranks",
     )?;
     // A slice of another database (copied or moved in) would be overwritten: refuse it.
-    let other = list_slices(dir)?.into_iter().find_map(|(n, r, rs)| {
-        let path = slice_path(dir, n, r, rs);
+    let other = list_slices(&dir)?.into_iter().find_map(|(n, r, rs)| {
+        let path = slice_path(&dir, n, r, rs);
         let h = SliceHeader::read(&path).ok()?;
         (h.rules != rules || h.pits != pits).then_some((path, h))
     });
@@ -133,133 +99,8 @@ pub fn build_slices<M: Comm>(
         },
         "found slices of another database in their folder",
     )?;
-    let mut done: Vec<SliceLevel> = Vec::new();
-    let mut starts = Vec::new();
-    let mut reports = Vec::new();
-    for n in 0..=max_seeds {
-        let t0 = std::time::Instant::now();
-        let sent0 = comm.bytes_sent();
-        let expect = Expect::level(rules, &index, n);
-        let range = slice(expect.positions, ranks, rank);
-        let path = slice_path(dir, n, rank, ranks);
-        let found = if opts.force {
-            None
-        } else {
-            SliceLevel::open(&path, &expect, rank, ranks, range.clone()).ok()
-        };
-        let mut state = None;
-        let mut phases = None;
-        let everywhere = comm.sum(found.is_some() as u64) == ranks as u64;
-        let part = SliceOf { rank, ranks };
-        if everywhere || opts.force {
-            // A level kept needs none; a forced one starts afresh.
-            remove_checkpoints(dir, n, part)?;
-        }
-        let saved = opts.checkpoint_every.map(|every| SliceCheckpoints {
-            dir,
-            pits,
-            every,
-            written: Cell::new(0),
-            resumed: Cell::new(None),
-            warn: &warn,
-        });
-        let level = match found {
-            Some(level) if everywhere => level,
-            _ => {
-                let held = range.end - range.start;
-                let kind = match opts.state {
-                    Some(kind) => kind,
-                    // The single process's choice for this rank's slice and share of the
-                    // node's memory; every rank votes, so that all use the same state.
-                    None => {
-                        let share = memory_available().map(|m| m / opts.ranks_here.max(1) as u64);
-                        let mine = slice_way(n, held, share).state;
-                        if comm.sum((mine == StateKind::Compact) as u64) > 0 {
-                            StateKind::Compact
-                        } else {
-                            StateKind::Fast
-                        }
-                    }
-                };
-                state = Some(kind);
-                let fits = if opts.check {
-                    check_slice_fits(dir, n, held, kind, opts.ranks_here)
-                } else {
-                    Ok(())
-                };
-                together(fits, &format!("lack the memory or disk for level {n}"))?;
-                let lower = LowerSlices {
-                    values: done.iter().map(|s| s.bytes()).collect(),
-                    starts: starts.clone(),
-                };
-                let job = SliceJob {
-                    rules,
-                    index: &index,
-                    n,
-                    kind,
-                    lower: &lower,
-                    checkpoints: saved.as_ref(),
-                };
-                let (written, times) = solve_slice_saved(comm, &job, |values| {
-                    let head = SliceHeader {
-                        rules,
-                        pits,
-                        seeds: n,
-                        positions: expect.positions,
-                        checksum: 0,
-                        range: range.clone(),
-                        ranks,
-                        rank,
-                    };
-                    write_slice(&path, head, values)
-                });
-                written?;
-                phases = Some(times);
-                remove_checkpoints(dir, n, part)?;
-                // The stream read the slices below: let their pages go.
-                done.iter().for_each(SliceLevel::release);
-                SliceLevel::open(&path, &expect, rank, ranks, range.clone())?
-            }
-        };
-        let r = SliceReport {
-            seeds: n,
-            positions: expect.positions,
-            slice: range.end - range.start,
-            kept: everywhere,
-            state,
-            seconds: t0.elapsed().as_secs_f64(),
-            bytes_sent: comm.bytes_sent() - sent0,
-            peak_rss: crate::util::peak_rss(),
-            resumed: saved.as_ref().and_then(|s| s.resumed.get()),
-            checkpoints: saved.as_ref().map_or(0, |s| s.written.get()),
-        };
-        report(&r);
-        // What `awari plan` extrapolates from: the whole level, by every rank's threads.
-        let threads = comm.sum(rayon::current_num_threads() as u64) as usize;
-        if let (Some(state), Some(times), None, 0) = (state, phases, r.resumed, rank) {
-            let rate = LevelRate {
-                seeds: n,
-                positions: expect.positions,
-                threads,
-                seconds: r.seconds,
-                forward: times.forward.as_secs_f64(),
-                backward: times.backward.as_secs_f64(),
-                // Each rank's process has its own; one line has no room for them.
-                peak_rss: None,
-                cpu_seconds: None,
-                state,
-                lower: Lower::Stream,
-                finished: rates::now_unix(),
-            };
-            if let Err(e) = rates::append(dir, &rate) {
-                warn(&format!("level {n}'s rate not recorded: {}", e.one_line()));
-            }
-        }
-        reports.push(r);
-        starts.push(range.start);
-        done.push(level);
-    }
-    Ok(reports)
+    let target = Target::Slices(SliceOf { rank, ranks });
+    build_levels(comm, opts, index, dir, target, report, warn)
 }
 
 #[cfg(test)]
@@ -267,6 +108,7 @@ mod tests {
     use super::*;
     use crate::game::index::Index;
     use crate::game::rules::Rules;
+    use crate::solve::level::StateKind;
     use crate::solve::ranks::local::LocalComm;
 
     #[test]
@@ -281,7 +123,7 @@ mod tests {
         let run_with = |ranks: usize,
                         state: Option<StateKind>,
                         force: bool|
-         -> Vec<crate::error::Result<Vec<SliceReport>>> {
+         -> Vec<crate::error::Result<Vec<LevelReport>>> {
             let comms = LocalComm::group(ranks);
             std::thread::scope(|s| {
                 let handles: Vec<_> = comms
@@ -305,7 +147,7 @@ mod tests {
             assert!(r
                 .unwrap()
                 .iter()
-                .all(|l| !l.kept && l.state == Some(StateKind::Compact)));
+                .all(|l| !l.skipped && l.way.map(|w| w.state) == Some(StateKind::Compact)));
         }
         // Each rank's folder holds its slices only.
         for r in 0..3 {
@@ -329,8 +171,8 @@ mod tests {
         // A lost slice is rebuilt by a rerun (the fast state, where it fits), the rest kept.
         for r in run(3, None) {
             let r = r.unwrap();
-            assert!(r[..9].iter().all(|l| l.kept) && !r[9].kept && r[10].kept);
-            assert_eq!(r[9].state, Some(StateKind::Fast));
+            assert!(r[..9].iter().all(|l| l.skipped) && !r[9].skipped && r[10].skipped);
+            assert_eq!(r[9].way.map(|w| w.state), Some(StateKind::Fast));
         }
         let again = db(&tmp.path().join("again"));
         crate::db::slice::gather(&from, &again, &index, rules).unwrap();
@@ -342,7 +184,7 @@ mod tests {
             assert_eq!(r.len(), top + 1);
             assert!(r
                 .iter()
-                .all(|l| !l.kept && l.state == Some(StateKind::Fast)));
+                .all(|l| !l.skipped && l.way.map(|w| w.state) == Some(StateKind::Fast)));
         }
         let forced = db(&tmp.path().join("forced"));
         crate::db::slice::gather(&from, &forced, &index, rules).unwrap();

@@ -39,5 +39,5 @@ pub mod mpi_comm;
 
 pub use crate::solve::comm::{Comm, Mail};
 pub use crate::solve::level::{ROUND, SEGMENT};
-pub use build::{build_slices, SliceReport};
-pub use engine::{solve_slice, LowerSlices};
+pub use build::build_slices;
+pub use engine::solve_slice;

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::batch::{Batch, Bits, Ctx};
 use super::mismatch::{Mismatch, Mismatches, SAMPLES};
-use crate::db::source::LowerSources;
+use crate::db::stack::LevelStack;
 use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::pits::with_pits;
@@ -37,7 +37,10 @@ pub(super) struct Streamed<'a> {
     pub(super) n: usize,
     /// The level's values.
     pub(super) values: &'a [u8],
-    pub(super) lower: &'a LowerSources<'a>,
+    /// The levels below it, streamed: those of `reach`.
+    pub(super) lower: &'a LevelStack,
+    /// The levels a capture reaches from it.
+    pub(super) reach: Range<usize>,
 }
 
 impl Streamed<'_> {
@@ -189,7 +192,10 @@ impl Streamed<'_> {
                 self.n as i8
             } else if m.captured > 0 {
                 let c = self.n - m.captured as usize;
-                m.captured as i8 - self.lower.value(c, self.index.rank_in(&m.child, c))?
+                let mut v = [0u8];
+                self.lower
+                    .read(c, self.index.rank_in(&m.child, c), &mut v)?;
+                m.captured as i8 - v[0] as i8
             } else {
                 -(self.values[self.index.rank_in(&m.child, self.n) as usize] as i8)
             };
@@ -211,7 +217,7 @@ impl Streamed<'_> {
     ) -> Result<(u64, u64)> {
         let (index, n) = (self.index, self.n);
         let size = index.level_size(n);
-        let levels = self.lower.levels();
+        let levels = self.reach.clone();
         let total: u64 = levels.clone().map(|m| index.level_size(m)).sum();
         let mut sum = (0u64, 0u64);
         for m in levels {

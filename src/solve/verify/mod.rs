@@ -24,7 +24,7 @@ use std::time::Instant;
 use crate::db::layout::{build_command, db_dir, missing_level, present_levels, Expect};
 use crate::db::model::Model;
 use crate::db::raw::Check;
-use crate::db::source::{LevelSource, LowerSources};
+use crate::db::stack::LevelStack;
 use crate::db::store::{has_exit_model, level_memory, LevelFile, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -194,6 +194,7 @@ pub fn verify(
                 }
                 LevelValues::Owned(bytes)
             }
+            LevelFile::Slice(_) => unreachable!("`LevelFile::open` opens no slice"),
         };
         drop(below);
         levels.push(values);
@@ -267,15 +268,14 @@ fn verify_streamed(
     // The levels below the range that the checked ones read are trusted inputs: refuse
     // them if damaged.
     for m in lowest..first {
-        let source = LevelSource::open_required(dir, &expect(m), last)?;
-        source.check_checksum_with(|_| {})?;
+        LevelFile::open_stream_required(dir, &expect(m), last)?.check_checksum_with(|_| {})?;
     }
+    let mut lower = LevelStack::new(dir, opts.rules, opts.pits, false)?;
     let mut out = Vec::new();
     for n in first..=last {
         let size = index.level_size(n);
         let (values, checksum_problem) = hold_level(dir, &expect(n), last)?;
-        let reach = lowest_captured_level(p, n)..n.saturating_sub(1);
-        let lower = LowerSources::open(dir, opts.rules, index, reach, last, |_| None)?;
+        lower.open_for_stream(n, last)?;
         let t0 = Instant::now();
         let bar = LevelBar::new(opts.progress, 2 * size, n, "local");
         let check = Streamed {
@@ -284,6 +284,7 @@ fn verify_streamed(
             n,
             values: &values,
             lower: &lower,
+            reach: lower.reach(n),
         };
         let (mismatches, edges) = check.local(&bar)?;
         let seconds = t0.elapsed().as_secs_f64();
@@ -337,7 +338,7 @@ fn hold_level(dir: &Path, expect: &Expect, last: usize) -> Result<(LevelValues, 
         let problem = l.check_checksum().err().map(Error::into_problem);
         return Ok((LevelValues::Mapped(l), problem));
     }
-    let source = LevelSource::open_required(dir, expect, last)?;
+    let source = LevelFile::open_stream_required(dir, expect, last)?;
     let mut values = level_memory(expect.seeds, expect.positions)?;
     let problem = source.read_all(&mut values)?;
     Ok((LevelValues::Owned(values), problem))

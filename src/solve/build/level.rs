@@ -1,0 +1,400 @@
+//! One level of a build, alone or over ranks: the way it is solved (state and reading of
+//! the lower levels), whether it fits, the solve itself (from the furthest good
+//! checkpoint, or from its start), and the file it is written to.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use super::{Builder, Solved, Target};
+use crate::db::checkpoint::{list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt};
+use crate::db::layout::{level_path, packed_path, Expect};
+use crate::db::model::Model;
+use crate::db::pack::{pack_payload, PackOptions};
+use crate::db::raw::{Check, LevelWriter};
+use crate::db::slice::{slice_path, write_slice, SliceHeader};
+use crate::db::store::{LevelFile, LevelValues};
+use crate::error::{Error, Result};
+use crate::solve::checkpoints::Checkpoints;
+use crate::solve::comm::Comm;
+use crate::solve::level::{
+    backward_pass, forward_pass, forward_stream, Compact, Fast, Forwarded, Lower, Outcomes,
+    Partition, Settle, Stage, StateKind,
+};
+use crate::solve::plan::{
+    check_level_fits, check_slice_fits, slice_way, way, LevelMemory, LevelMethod, LowerHeld,
+};
+use crate::util::{memory_available, HugeBuf, LevelBar};
+
+impl<M: Comm> Builder<'_, M> {
+    /// Builds level `n` into the folder and checks what it wrote: from the furthest
+    /// checkpoint an earlier build left of it if there is a good one, else from its start.
+    pub(super) fn build_level(&mut self, n: usize) -> Result<Solved> {
+        if let Some((solved, values)) = self.resume_level(n)? {
+            self.finish_level(n, values, Lower::Stream)?;
+            return Ok(solved);
+        }
+        let way = self.method(n)?;
+        let LevelMethod { state, lower } = way;
+        let size = self.index.level_size(n);
+        let spill = lower == Lower::Random && state.bytes(size) >= self.opts.spill_from;
+        match lower {
+            // A stream holds no lower level.
+            Lower::Stream => self.lower.let_go_all(),
+            // The forward pass reads levels up to n - 2 and the backward pass none, so a
+            // spilled state lets level n - 1 go now rather than after the forward pass
+            // (DESIGN.md section 5.2): its memory is not held beside the lower levels.
+            Lower::Random if spill => self.lower.let_go(n.saturating_sub(1)),
+            Lower::Random => {}
+        }
+        let fits = self.fits(n, state, lower, spill);
+        self.together(fits, &format!("lack the memory or disk for level {n}"))?;
+        let build_to = self.opts.max_seeds;
+        match lower {
+            Lower::Random => self.lower.hold_for_random(n, build_to)?,
+            Lower::Stream => self.lower.open_for_stream(n, build_to)?,
+        }
+        let (values, solved) = match state {
+            StateKind::Fast => self.solve::<Fast>(n, lower, spill)?,
+            StateKind::Compact => self.solve::<Compact>(n, lower, spill)?,
+        };
+        self.finish_level(n, values, lower)?;
+        Ok(Solved { way, ..solved })
+    }
+
+    /// The way level `n` is solved: alone, the fastest that fits the memory free
+    /// ([`way`]); over ranks, the lower levels streamed and the state asked for, or where
+    /// none is, the single process's choice for each rank's slice and share of its node's
+    /// memory, voted so that all use the same (compact if any rank needs it).
+    fn method(&self, n: usize) -> Result<LevelMethod> {
+        let size = self.index.level_size(n);
+        if let Target::Slices(_) = self.target {
+            let held = self.mine(n).end - self.mine(n).start;
+            let state = match self.opts.state {
+                Some(state) => state,
+                None => {
+                    let share = memory_available().map(|m| m / self.opts.ranks_here.max(1) as u64);
+                    let mine = slice_way(n, held, share).state;
+                    let compact = self.comm.sum((mine == StateKind::Compact) as u64) > 0;
+                    if compact {
+                        StateKind::Compact
+                    } else {
+                        StateKind::Fast
+                    }
+                }
+            };
+            let lower = Lower::Stream;
+            return Ok(LevelMethod { state, lower });
+        }
+        let reach = self.lower.reach(n);
+        let lower_bytes = reach.clone().map(|m| self.index.level_size(m)).sum();
+        let held = self.lower.held_bytes(reach);
+        let fit = LevelMemory {
+            seeds: n,
+            positions: size,
+            lower_bytes,
+            free: memory_available().map(|f| f + held),
+        };
+        Ok(way(&self.opts.ask(), &fit))
+    }
+
+    /// Whether level `n` fits, solved with `state` reading its lower levels as `lower`:
+    /// the memory and the disk it needs (with [`crate::solve::options::BuildOptions::check`]).
+    fn fits(&self, n: usize, state: StateKind, lower: Lower, spill: bool) -> Result<()> {
+        let opts = self.opts;
+        if !opts.check {
+            return Ok(());
+        }
+        let held = self.mine(n).end - self.mine(n).start;
+        if let Target::Slices(_) = self.target {
+            return check_slice_fits(&self.dir, n, held, state, opts.ranks_here);
+        }
+        let reach = self.lower.reach(n);
+        let room = match lower {
+            Lower::Random => LowerHeld {
+                lower: reach.clone().map(|m| self.index.level_size(m)).sum(),
+                held: self.lower.held_bytes(reach),
+            },
+            Lower::Stream => LowerHeld { lower: 0, held: 0 },
+        };
+        check_level_fits(&self.dir, n, held, state, spill, opts.pack, room)
+    }
+
+    /// The checkpoints of level `n`, as this build writes and takes them up.
+    fn checkpoints<'c>(&'c self, n: usize, bar: Option<&'c LevelBar>) -> Checkpoints<'c, M> {
+        Checkpoints {
+            comm: self.comm,
+            dir: &self.dir,
+            rules: self.opts.rules,
+            pits: self.opts.pits,
+            n,
+            size: self.index.level_size(n),
+            mine: self.mine(n),
+            every: self.opts.checkpoint_every,
+            warn: self.warn,
+            progress: bar,
+            last: Instant::now(),
+            written: 0,
+            resumed: None,
+            replacing: false,
+        }
+    }
+
+    /// Level `n` taken up from the furthest good checkpoint of it that every rank holds, if
+    /// any: what solving it gave, and its values ([`Checkpoints::take_up`] says which
+    /// checkpoints are refused, and which kept for later).
+    pub(super) fn resume_level(&mut self, n: usize) -> Result<Option<(Solved, HugeBuf)>> {
+        let none_here = list_checkpoints(&self.dir, n, self.part())?.is_empty();
+        if self.comm.sum(none_here as u64) == self.comm.size() as u64 {
+            return Ok(None);
+        }
+        let mut fits = |state: StateKind| self.fits(n, state, Lower::Stream, false);
+        let mut checkpoints = self.checkpoints(n, None);
+        let taken = checkpoints.take_up(self.opts.state, &mut fits);
+        // Its errors come after its last collective: every rank learns of any.
+        let ok = taken
+            .as_ref()
+            .map(drop)
+            .map_err(|e| Error::Input(e.one_line()));
+        self.together(ok, &format!("could not take level {n}'s checkpoints up"))?;
+        let Some(checkpoint) = taken? else {
+            return Ok(None);
+        };
+        let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
+        // The backward pass reads no lower level.
+        self.lower.let_go_all();
+        let resumed = match state {
+            StateKind::Fast => self.resume::<Fast>(n, checkpoint)?,
+            StateKind::Compact => self.resume::<Compact>(n, checkpoint)?,
+        };
+        Ok(resumed.map(|(values, solved)| {
+            let way = LevelMethod {
+                state,
+                lower: Lower::Stream,
+            };
+            (Solved { way, ..solved }, values)
+        }))
+    }
+
+    /// Writes this process's part of level `n` to its file (a whole level raw, or packed
+    /// with `--pack`; a rank's slice), removes a stale file of the other form and the
+    /// level's checkpoints, and holds the values where the next levels read them (in
+    /// memory if the lower levels are read at random).
+    fn finish_level(&mut self, n: usize, values: HugeBuf, lower: Lower) -> Result<()> {
+        let (opts, dir) = (self.opts, &self.dir);
+        let want = Expect::level(opts.rules, &self.index, n);
+        if let Target::Slices(part) = self.target {
+            let path = slice_path(dir, n, part.rank, part.ranks);
+            let head = SliceHeader {
+                rules: opts.rules,
+                pits: opts.pits,
+                seeds: n,
+                positions: want.positions,
+                checksum: 0,
+                range: self.mine(n),
+                ranks: part.ranks,
+                rank: part.rank,
+            };
+            write_slice(&path, head, &values)?;
+            remove_checkpoints(dir, n, part)?;
+            // The stream read the slices below: let their pages go.
+            self.lower.release();
+            let file = LevelFile::open_slice(dir, &want, part)?
+                .ok_or_else(|| Error::io(&path, std::io::ErrorKind::NotFound.into()))?;
+            self.lower.hold_file(n, file);
+            return Ok(());
+        }
+        let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
+        let (written, stale) = if opts.pack {
+            write_packed(dir, &want, &values)?;
+            (packed, raw)
+        } else {
+            write_level(&raw, &want, &values)?;
+            (raw, packed)
+        };
+        remove_checkpoints(dir, n, self.part())?;
+        if stale.exists() {
+            fs::remove_file(&stale).map_err(|e| Error::io(&stale, e))?;
+            (self.warn)(&format!(
+                "removed the stale {} level {} (level {n} rebuilt as {})",
+                if opts.pack { "raw" } else { "packed" },
+                stale.display(),
+                written.display()
+            ));
+        }
+        if lower == Lower::Random {
+            self.lower.hold(n, LevelValues::Owned(values));
+        } else if self.lower.wants(n) {
+            let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
+                .expect("the level just written is there");
+            let values = match level {
+                LevelFile::Raw(l) => LevelValues::Mapped(l),
+                _ => LevelValues::Owned(values),
+            };
+            self.lower.offer(n, values);
+        }
+        Ok(())
+    }
+
+    /// Solves this process's part of level `n` with the state's encoding `E`, reading the
+    /// lower levels as `lower` says: its values (in the state's memory), and what solving
+    /// it gave.
+    pub(super) fn solve<E: Settle>(
+        &mut self,
+        n: usize,
+        lower: Lower,
+        spill: bool,
+    ) -> Result<(HugeBuf, Solved)> {
+        let (opts, index, dir) = (self.opts, &self.index, &self.dir);
+        let mine = self.mine(n);
+        // One bar: forward pass then settled positions (at most the positions held).
+        let bar = LevelBar::new(opts.progress, (mine.end - mine.start) * 2, n, "solving");
+        let started = Instant::now();
+        // The spill file has no name once open: nothing is left behind, even by a kill.
+        let spill_path = level_path(dir, n).with_extension("spill");
+        let mut spill_file = if spill {
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&spill_path)
+                .map_err(|e| Error::io(&spill_path, e))?;
+            fs::remove_file(&spill_path).map_err(|e| Error::io(&spill_path, e))?;
+            Some(file)
+        } else {
+            None
+        };
+        let io = |e| Error::io(&spill_path, e);
+        let forwarded: Forwarded<E> = match lower {
+            Lower::Random => {
+                let below = self.lower.below(n);
+                let f = forward_pass(opts.rules, index, n, &below[..], &bar, spill_file.as_mut())
+                    .map_err(io)?;
+                drop(below);
+                if let Some(file) = &spill_file {
+                    // The backward pass reads no lower level: the state has their memory.
+                    self.lower.let_go_all();
+                    let mut f = f;
+                    f.restore(file).map_err(io)?;
+                    f
+                } else {
+                    f
+                }
+            }
+            Lower::Stream => {
+                let part = Partition {
+                    comm: self.comm,
+                    rules: opts.rules,
+                    index,
+                    n,
+                    mine,
+                    progress: &bar,
+                };
+                forward_stream(&part, &self.lower)?
+            }
+        };
+        let mut checkpoints = self.checkpoints(n, Some(&bar));
+        checkpoints.last = started;
+        let from = Stage::start(n);
+        Ok(self.backward(n, forwarded, from, &bar, checkpoints))
+    }
+
+    /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its
+    /// payload does not read whole on every rank (then the level starts afresh).
+    fn resume<E: Settle>(
+        &self,
+        n: usize,
+        checkpoint: Checkpoint,
+    ) -> Result<Option<(HugeBuf, Solved)>> {
+        let head = checkpoint.head;
+        let mine = self.mine(n);
+        let bar = LevelBar::new(
+            self.opts.progress,
+            (mine.end - mine.start) * 2,
+            n,
+            "resuming",
+        );
+        let mut checkpoints = self.checkpoints(n, Some(&bar));
+        checkpoints.resumed = Some(CheckpointAt {
+            next: head.next,
+            segment: head.segment,
+        });
+        let loaded = checkpoints.load::<E>(checkpoint);
+        let ok = loaded
+            .as_ref()
+            .map(drop)
+            .map_err(|e| Error::Input(e.one_line()));
+        self.together(ok, &format!("could not load level {n}'s checkpoints"))?;
+        let Some(state) = loaded? else {
+            return Ok(None);
+        };
+        let forwarded = Forwarded {
+            state,
+            present: head.present,
+            forward: Duration::from_nanos(head.forward_ns),
+        };
+        let from = Stage::of_checkpoint(&head);
+        bar.phase("solving", mine.end - mine.start);
+        Ok(Some(self.backward(n, forwarded, from, &bar, checkpoints)))
+    }
+
+    /// The backward pass of level `n` from `from`, saving the state as `checkpoints` says:
+    /// the values, and what solving gave.
+    fn backward<E: Settle>(
+        &self,
+        n: usize,
+        forwarded: Forwarded<E>,
+        from: Stage,
+        bar: &LevelBar,
+        mut checkpoints: Checkpoints<'_, M>,
+    ) -> (HugeBuf, Solved) {
+        let part = Partition {
+            comm: self.comm,
+            rules: self.opts.rules,
+            index: &self.index,
+            n,
+            mine: self.mine(n),
+            progress: bar,
+        };
+        let Forwarded {
+            state,
+            present,
+            forward,
+        } = forwarded;
+        let (state, phases) = backward_pass(&part, state, present, forward, from, &mut checkpoints);
+        let values = state.into_values();
+        let stats = Outcomes::of_parallel(&values);
+        bar.finish();
+        let solved = Solved {
+            phases,
+            stats,
+            way: LevelMethod {
+                state: E::KIND,
+                lower: Lower::Stream,
+            },
+            resumed: checkpoints.resumed,
+            checkpoints: checkpoints.written,
+        };
+        (values, solved)
+    }
+}
+
+/// Writes the level `want` describes to `path` (section 4.3 of DESIGN.md).
+fn write_level(path: &std::path::Path, want: &Expect, values: &[u8]) -> Result<()> {
+    let len = values.len() as u64;
+    let mut w = LevelWriter::create(path, want.rules, want.pits, want.seeds, len)?;
+    w.write(values)?;
+    w.finish().map(|_| ())
+}
+
+/// Writes level `want.seeds` into `dir` packed with the plain model (section 6), then
+/// reads it back a block at a time, every block and the payload checksum checked.
+fn write_packed(dir: &std::path::Path, want: &Expect, values: &[u8]) -> Result<()> {
+    let pack = PackOptions {
+        model: Model::Plain,
+        ..PackOptions::default()
+    };
+    let path = packed_path(dir, want.seeds);
+    pack_payload(&path, want.rules, want.pits, want.seeds, values, &pack, &[])?;
+    LevelFile::open_packed(dir, want)?.check_checksum_with(|_| {})
+}
