@@ -115,7 +115,7 @@ pub mod expert {
     pub mod ranks {
         pub use crate::db::layout::{owner, slice};
         pub use crate::db::slice::{
-            gather, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
+            gather, gather_then, list_slices, slice_path, write_slice, SliceHeader, SliceLevel,
         };
         pub use crate::solve::comm::Solo;
         pub use crate::solve::ranks::local::LocalComm;

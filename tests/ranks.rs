@@ -82,6 +82,52 @@ fn rank_zero_keeps_the_rates_of_the_levels_built() {
     assert!(rates::read(&dir(1)).unwrap().is_none());
 }
 
+/// `awari gather --pack` packs each level it gathers: the packed files of `awari build
+/// --pack`, byte for byte, and no raw level left.
+#[test]
+fn gather_pack_gives_the_packed_levels_of_a_packed_build() {
+    use awari::expert::packed_path;
+    let tmp = tempfile::tempdir().unwrap();
+    let (rules, pits, top) = (Rules::Oware, 4, 12);
+    build_over(
+        &tmp.path().join("ranks"),
+        2,
+        rules,
+        pits,
+        top,
+        StateKind::Fast,
+    );
+    let (single, out) = (tmp.path().join("single"), tmp.path().join("out"));
+    let dir = |root: &Path| root.to_str().unwrap().to_string();
+    let common = ["--pits", "4", "--rules", "oware", "--dir"];
+    let build = [
+        &["build", "--pack", "--max-seeds", "12"][..],
+        &common,
+        &[&dir(&single)],
+    ];
+    ok(&build.concat());
+    let (r0, r1) = (
+        dir(&tmp.path().join("ranks/rank0")),
+        dir(&tmp.path().join("ranks/rank1")),
+    );
+    let gather = [
+        &["gather", "--pack", "--from", &r0, &r1][..],
+        &common,
+        &[&dir(&out)],
+    ];
+    let said = ok(&gather.concat());
+    assert!(
+        said.starts_with(&format!("gathered {} levels", top + 1)) && said.contains("packed:"),
+        "{said}"
+    );
+    let (a, b) = (db_dir(&out, rules, pits), db_dir(&single, rules, pits));
+    for n in 0..=top {
+        assert!(!level_path(&a, n).exists(), "level {n} left raw");
+        let (x, y) = (fs::read(packed_path(&a, n)), fs::read(packed_path(&b, n)));
+        assert!(x.unwrap() == y.unwrap(), "level {n} packed differs");
+    }
+}
+
 /// Minutes together: left out of the quick tier (`--skip slow::`, GUIDE.md "Testing").
 mod slow {
     use super::*;

@@ -299,6 +299,18 @@ pub fn gather(
     index: &crate::game::index::Index,
     rules: Rules,
 ) -> Result<Vec<usize>> {
+    gather_then(from, out, index, rules, |_| Ok(()))
+}
+
+/// [`gather`], calling `then(n)` once level `n` is written (to pack it, say), before the
+/// next level is gathered.
+pub fn gather_then(
+    from: &[PathBuf],
+    out: &Path,
+    index: &crate::game::index::Index,
+    rules: Rules,
+    mut then: impl FnMut(usize) -> Result<()>,
+) -> Result<Vec<usize>> {
     use crate::db::raw::LevelWriter;
     let pits = index.pits_per_side();
     // Where each (n, rank, ranks) slice is.
@@ -348,6 +360,7 @@ pub fn gather(
             w.write(s.bytes())?;
         }
         w.finish()?;
+        then(n)?;
         written.push(n);
     }
     Ok(written)

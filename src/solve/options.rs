@@ -174,8 +174,8 @@ impl BuildOptions {
     pub fn refusal_over_ranks(flag: &str) -> String {
         let why = match flag {
             "--pack" => {
-                "each rank writes its slice raw; pack the levels `awari gather` makes with \
-                 `awari pack`"
+                "each rank writes its slice raw, which the levels above read; `awari gather \
+                 --pack` packs the levels it gathers"
             }
             "--lower random" => {
                 "each rank holds only its slices of the lower levels, so it reads them as \

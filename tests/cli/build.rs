@@ -72,8 +72,8 @@ fn build_refuses_bad_arguments_before_starting() {
 fn distributed_build_refuses_the_flags_it_does_not_do() {
     let db = Db::empty();
     let root = db.root_str();
-    let pack = "each rank writes its slice raw; pack the levels `awari gather` makes with \
-                `awari pack`";
+    let pack = "each rank writes its slice raw, which the levels above read; `awari gather \
+                --pack` packs the levels it gathers";
     let random = "each rank holds only its slices of the lower levels, so it reads them as \
                   streams (--lower stream)";
     let spill = "the ranks read the lower levels as streams, so no solver state is spilled";

@@ -198,8 +198,8 @@ mod tests {
         let e = build_slices(&LocalComm::group(1)[0], &opts, |_| {}, |_| {}).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--pack does not work with --distributed: each rank writes its slice raw; pack \
-             the levels `awari gather` makes with `awari pack`"
+            "--pack does not work with --distributed: each rank writes its slice raw, which \
+             the levels above read; `awari gather --pack` packs the levels it gathers"
         );
         assert!(!tmp.path().join("packed").exists());
         // A rank whose folder another build holds stops, and every rank with it.
