@@ -21,11 +21,11 @@
 //!   nothing anywhere: a global sum of the messages sent, equal on every rank, so all
 //!   ranks stop together and no update is lost or late.
 //!
-//! The pieces: the engine (one level's slice: its forward pass, then the backward pass,
-//! with the checkpoints of `solve::checkpoints`; [`solve_slice`]), the build of many
-//! levels into slice files ([`build_slices`]), and two ways for ranks to talk besides a
-//! process alone: MPI ([`mpi_comm`], with the `mpi` feature) and threads standing for
-//! ranks ([`local`]).
+//! The pieces: the build of many levels into slice files ([`build_slices`]: what only
+//! ranks check before they start, then the single process's driver, `solve::build`, with
+//! this rank's slices as its target), one level's slice solved without the build around
+//! it ([`solve_slice`]), and two ways for ranks to talk besides a process alone: MPI
+//! ([`mpi_comm`], with the `mpi` feature) and threads standing for ranks ([`local`]).
 //!
 //! The values settled do not depend on the order in which positions are settled
 //! (DESIGN.md section 5.2, as implemented), so the slices are those of the
