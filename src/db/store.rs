@@ -32,7 +32,7 @@ use crate::util::HugeBuf;
 
 /// An open level file: raw, packed, or a rank's slice of a level. Opened and checked
 /// here, probed here, and read as a stream in index order through reads of the file
-/// ([`crate::db::source`]), so that nothing of it stays in this process's memory.
+/// ([`LevelFile::read`]), so that nothing of it stays in this process's memory.
 #[derive(Debug)]
 pub enum LevelFile {
     /// A raw level (`level-NNN.awl`).
