@@ -72,6 +72,10 @@ enum StateArg {
     /// 1.125 bytes a position: a loss confirmed by generating the position's moves again;
     /// levels up to 56 seeds.
     Compact,
+    /// 0.25 bytes a position (two bits), the best exits and the values so far on disk,
+    /// read in index order once per threshold; the lower levels read at random, one
+    /// process, no checkpoint (a first step: slower than compact).
+    Lean,
     /// Fast where it fits the memory available, compact where it does not (over MPI
     /// ranks: compact where any rank's slice does not fit its share of its node).
     Auto,
@@ -83,6 +87,7 @@ impl StateArg {
         match self {
             StateArg::Fast => Some(StateKind::Fast),
             StateArg::Compact => Some(StateKind::Compact),
+            StateArg::Lean => Some(StateKind::Lean),
             StateArg::Auto => None,
         }
     }
@@ -168,6 +173,15 @@ fn refused_over_ranks(args: &BuildArgs) -> Option<&'static str> {
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+    // Flags that contradict each other are a usage error, said before anything is done.
+    if args.state == StateArg::Lean && args.lower == LowerArg::Stream {
+        return Err(super::Usage(
+            "--state lean reads the lower levels at random for now: leave --lower out, or give \
+             --lower random"
+                .into(),
+        )
+        .into());
+    }
     // Not another database nested in the one --dir names, nor a folder over a file.
     args.db.writable()?;
     if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {

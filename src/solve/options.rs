@@ -181,6 +181,7 @@ impl BuildOptions {
                 "each rank holds only its slices of the lower levels, so it reads them as \
                  streams (--lower stream)"
             }
+            "--state lean" => "the lean state is built by one process for now",
             "--spill-from" => {
                 "the ranks read the lower levels as streams, so no solver state is spilled"
             }
@@ -198,6 +199,8 @@ impl BuildOptions {
             Some("--pack")
         } else if self.lower == Some(Lower::Random) {
             Some("--lower random")
+        } else if self.state == Some(StateKind::Lean) {
+            Some("--state lean")
         } else {
             None
         }
@@ -208,6 +211,13 @@ impl BuildOptions {
     /// that holds the top level.
     pub(crate) fn checked_index(&self) -> Result<Index> {
         let index = Index::new(self.pits, self.max_seeds)?;
+        if self.state == Some(StateKind::Lean) && self.lower == Some(Lower::Stream) {
+            return Err(Error::Input(
+                "--state lean reads the lower levels at random for now: leave --lower out, or \
+                 give --lower random"
+                    .into(),
+            ));
+        }
         if self.state == Some(StateKind::Compact) && self.max_seeds > COMPACT_MAX_SEEDS {
             return Err(Error::Input(format!(
                 "the compact state holds levels of at most {COMPACT_MAX_SEEDS} seeds, and this \

@@ -82,6 +82,11 @@ fn distributed_build_refuses_the_flags_it_does_not_do() {
         (&["--lower", "random"][..], "--lower random", random),
         (&["--spill-from", "0"][..], "--spill-from", spill),
         (&["--force", "--pack"][..], "--pack", pack),
+        (
+            &["--state", "lean"][..],
+            "--state lean",
+            "the lean state is built by one process for now",
+        ),
     ] {
         let mut args = vec!["build", "--distributed", "--max-seeds", "4", "--dir", &root];
         args.extend_from_slice(extra);
@@ -106,6 +111,24 @@ fn distributed_build_refuses_the_flags_it_does_not_do() {
         "0",
     ]);
     assert!(db.root().join("awari-6/level-004.awp").exists());
+    // The lean state reads its lower levels at random: a stream asked for is refused
+    // before anything is written.
+    let lean = [
+        "build",
+        "--max-seeds",
+        "4",
+        "--state",
+        "lean",
+        "--lower",
+        "stream",
+    ];
+    let out = awari(&[&lean[..], &["--dir", &root]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: --state lean reads the lower levels at random for now: leave --lower out, or \
+         give --lower random\n"
+    );
     // --force, --state and --lower stream pass the check: a binary without the mpi
     // feature then says it needs it (with it, MPI would start).
     if !cfg!(feature = "mpi") {

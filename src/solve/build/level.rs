@@ -17,8 +17,8 @@ use crate::error::{Error, Result};
 use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::Comm;
 use crate::solve::level::{
-    backward_pass, forward_pass, forward_stream, Compact, Fast, Forwarded, Lower, Outcomes,
-    Partition, Settle, Stage, StateKind,
+    backward_pass, forward_pass, forward_stream, solve_lean, Compact, Fast, Forwarded, Lower,
+    Outcomes, Partition, Settle, Stage, StateKind,
 };
 use crate::solve::plan::{
     check_level_fits, check_slice_fits, slice_way, way, LevelMemory, LevelMethod, LowerHeld,
@@ -33,10 +33,17 @@ impl<M: Comm> Builder<'_, M> {
             self.finish_level(n, values, Lower::Stream)?;
             return Ok(solved);
         }
-        let way = self.method(n)?;
+        let mut way = self.method(n)?;
+        if way.state == StateKind::Lean {
+            // The lean state reads the lower levels at random (DESIGN.md section 5.6);
+            // `BuildOptions::checked_index` refused a stream asked for.
+            way.lower = Lower::Random;
+        }
         let LevelMethod { state, lower } = way;
         let size = self.index.level_size(n);
-        let spill = lower == Lower::Random && state.bytes(size) >= self.opts.spill_from;
+        let spill = lower == Lower::Random
+            && state != StateKind::Lean
+            && state.bytes(size) >= self.opts.spill_from;
         match lower {
             // A stream holds no lower level.
             Lower::Stream => self.lower.let_go_all(),
@@ -56,6 +63,7 @@ impl<M: Comm> Builder<'_, M> {
         let (values, solved) = match state {
             StateKind::Fast => self.solve::<Fast>(n, lower, spill)?,
             StateKind::Compact => self.solve::<Compact>(n, lower, spill)?,
+            StateKind::Lean => self.solve_lean(n)?,
         };
         self.finish_level(n, values, lower)?;
         Ok(Solved { way, ..solved })
@@ -165,6 +173,8 @@ impl<M: Comm> Builder<'_, M> {
         let resumed = match state {
             StateKind::Fast => self.resume::<Fast>(n, checkpoint)?,
             StateKind::Compact => self.resume::<Compact>(n, checkpoint)?,
+            // No lean checkpoint is written.
+            StateKind::Lean => None,
         };
         Ok(resumed.map(|(values, solved)| {
             let way = LevelMethod {
@@ -297,6 +307,28 @@ impl<M: Comm> Builder<'_, M> {
         checkpoints.last = started;
         let from = Stage::start(n);
         Ok(self.backward(n, forwarded, from, &bar, checkpoints))
+    }
+
+    /// Solves level `n` with the lean state (DESIGN.md section 5.6), the lower levels held
+    /// for random reads: its values, and what solving it gave.
+    fn solve_lean(&mut self, n: usize) -> Result<(HugeBuf, Solved)> {
+        let size = self.index.level_size(n);
+        let bar = LevelBar::new(self.opts.progress, size * 2, n, "solving");
+        let below = self.lower.below(n);
+        let (values, phases) =
+            solve_lean(self.opts.rules, &self.index, n, &below[..], &self.dir, &bar)?;
+        bar.finish();
+        let solved = Solved {
+            phases,
+            stats: Outcomes::of_parallel(&values),
+            way: LevelMethod {
+                state: StateKind::Lean,
+                lower: Lower::Random,
+            },
+            resumed: None,
+            checkpoints: 0,
+        };
+        Ok((values, solved))
     }
 
     /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its

@@ -238,6 +238,7 @@ fn solve_saved(
                             let solved = match kind {
                                 StateKind::Fast => b.solve::<Fast>(n, Lower::Stream, false),
                                 StateKind::Compact => b.solve::<Compact>(n, Lower::Stream, false),
+                                StateKind::Lean => unreachable!("not over ranks"),
                             };
                             let (values, solved) = solved.unwrap();
                             (values, solved)

@@ -36,6 +36,7 @@ mod cells;
 mod compact;
 mod fast;
 mod forward;
+mod lean;
 pub(crate) mod message;
 mod rounds;
 mod state;
@@ -50,6 +51,7 @@ pub use forward::ROUND;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
 pub(crate) use forward::{forward_pass, forward_stream, Forwarded};
+pub(crate) use lean::solve_lean;
 pub(crate) use rounds::{backward_pass, NoSaves, Partition, Saves, Stage};
 pub use rounds::{SEGMENT, SEGMENT_SHIFT};
 pub(crate) use state::State;
@@ -63,12 +65,21 @@ pub enum StateKind {
     /// One byte per position and the threshold map's bit (1.125 bytes): a loss is
     /// confirmed by generating the position's moves again. Levels up to 56 seeds.
     Compact,
+    /// Two bits per position (0.25 bytes): won, lost, or unsettled and whether open to a
+    /// loss; the best exits and the values settled so far on disk, read and written in
+    /// index order once per threshold (DESIGN.md section 5.6). One process, the lower
+    /// levels read at random, no checkpoint, for now.
+    Lean,
 }
 
 impl StateKind {
     /// Bytes of memory the state of `positions` positions takes.
     pub fn bytes(self, positions: u64) -> u64 {
-        self.cell_bytes() as u64 * positions + positions.div_ceil(64) * 8
+        match self {
+            // Two bits a position, in `lean.rs`'s words of 32.
+            StateKind::Lean => positions.div_ceil(32) * 8,
+            _ => self.cell_bytes() as u64 * positions + positions.div_ceil(64) * 8,
+        }
     }
 
     /// Bytes per position of the state's cells, besides the threshold map's bit: each
@@ -77,6 +88,8 @@ impl StateKind {
         match self {
             StateKind::Fast => 2,
             StateKind::Compact => 1,
+            // Two bits: no byte per position (see `StateKind::bytes`).
+            StateKind::Lean => 0,
         }
     }
 
@@ -85,6 +98,7 @@ impl StateKind {
         match self {
             StateKind::Fast => "fast",
             StateKind::Compact => "compact",
+            StateKind::Lean => "lean",
         }
     }
 
@@ -93,6 +107,7 @@ impl StateKind {
         match self {
             StateKind::Fast => 1,
             StateKind::Compact => 2,
+            StateKind::Lean => 3,
         }
     }
 
@@ -101,6 +116,7 @@ impl StateKind {
         match code {
             1 => Some(StateKind::Fast),
             2 => Some(StateKind::Compact),
+            3 => Some(StateKind::Lean),
             _ => None,
         }
     }

@@ -97,6 +97,7 @@ impl LevelRate {
         let state = match at(Col::State) {
             "fast" => StateKind::Fast,
             "compact" => StateKind::Compact,
+            "lean" => StateKind::Lean,
             _ => return None,
         };
         let lower = match at(Col::Lower) {

@@ -57,6 +57,8 @@ pub fn way_cost(way: LevelMethod) -> f64 {
         (StateKind::Fast, Lower::Stream) => 1.1,
         (StateKind::Compact, Lower::Random) => 1.4,
         (StateKind::Compact, Lower::Stream) => 1.5,
+        // Not measured enough to plan with yet; data/bench/README.md has what it took.
+        (StateKind::Lean, _) => 4.0,
     }
 }
 

@@ -48,6 +48,9 @@ pub fn solve_slice<M: Comm, S: Stream + ?Sized, T>(
             );
             solve_with::<Compact, M, S, T>(comm, rules, index, n, lower, f)
         }
+        StateKind::Lean => Err(crate::error::Error::Input(
+            "the lean state is built by one process for now".into(),
+        )),
     }
 }
 
