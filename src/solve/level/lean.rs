@@ -27,11 +27,11 @@ use rayon::prelude::*;
 use super::state::exit_and_stay;
 use super::PhaseTimes;
 use crate::error::{Error, Result};
-use crate::game::index::Index;
+use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
-use crate::game::rules::{for_each_stay_p, for_each_unmove, Board, Rules};
+use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
 use crate::game::scan::{scan_exits, LowerValues, NO_EXIT};
-use crate::util::{HugeBuf, LevelBar, CHUNK};
+use crate::util::{prefetch, HugeBuf, LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
 const OPEN_NOT: u64 = 0;
@@ -41,6 +41,10 @@ const OPEN: u64 = 1;
 const WON: u64 = 2;
 /// Settled, lost for its side to move.
 const LOST: u64 = 3;
+
+/// A stack of settled positions this long is split with another thread, so that one long
+/// cascade does not idle the others (as the fast state's, DESIGN.md section 5.2).
+const SPLIT_AT: usize = 1 << 12;
 
 /// Positions per word of the state (`StateKind::bytes` counts such words).
 const PER_WORD: u64 = 32;
@@ -65,6 +69,12 @@ impl Bits {
     #[inline]
     fn get(&self, i: u64) -> u64 {
         (self.words[(i / PER_WORD) as usize].load(SeqCst) >> (2 * (i % PER_WORD))) & 3
+    }
+
+    /// A hint that position `i`'s state will be read soon.
+    #[inline]
+    fn prefetch(&self, i: u64) {
+        prefetch(&self.words[(i / PER_WORD) as usize]);
     }
 
     /// Sets position `i` to `to` if its state is one `from` accepts; whether it did.
@@ -242,12 +252,18 @@ impl Pass<'_> {
 
     /// Whether every in-level child of `board` is won for its side to move.
     fn lost_now(&self, board: &Board) -> bool {
+        with_pits!(board.pits_per_side(), P => self.lost_now_p::<P>(board))
+    }
+
+    /// [`Pass::lost_now`] with the pits per side known at compile time.
+    #[inline(always)]
+    fn lost_now_p<const P: usize>(&self, board: &Board) -> bool {
         let (index, n, state) = (self.index, self.n, self.state);
         let mut all = true;
-        with_pits!(board.pits_per_side(), P => for_each_stay_p::<P>(board, self.rules, 0, |_, child| {
-            all = state.get(index.rank_in(child, n)) == WON;
+        for_each_stay_p::<P>(board, self.rules, 0, |_, child| {
+            all = state.get(index.rank_in_p::<P>(child, n)) == WON;
             all
-        }));
+        });
         all
     }
 
@@ -256,24 +272,58 @@ impl Pass<'_> {
     /// predecessors open to a loss are lost if every in-level child of theirs is won.
     /// Returns the positions it settled.
     fn drain(&self, stack: &mut Vec<(Board, bool)>) -> u64 {
+        with_pits!(self.index.pits_per_side(), P => self.drain_p::<P>(stack))
+    }
+
+    /// [`Pass::drain`] with the pits per side known at compile time: predecessors ranked
+    /// near the board they are un-sown from, as the fast state's are (DESIGN.md section
+    /// 5.2), and a long cascade split with another thread.
+    fn drain_p<const P: usize>(&self, stack: &mut Vec<(Board, bool)>) -> u64 {
         let (index, n) = (self.index, self.n);
+        let made = &mut RankBase::default();
         let mut settled = 0;
-        while let Some((board, won)) = stack.pop() {
-            for_each_unmove(&board, self.rules, |q, stored| {
-                if !stored {
-                    return;
-                }
-                let qi = index.rank_in(q, n);
+        // The predecessors of a batch of settled positions, their state words prefetched,
+        // updated once the whole batch is generated: a random read of the state is a cache
+        // miss, and a batch's work overlaps them.
+        let mut preds: Vec<(u64, Board, bool)> = Vec::new();
+        while !stack.is_empty() {
+            if stack.len() >= SPLIT_AT {
+                let mut half = stack.split_off(stack.len() / 2);
+                let (a, b) =
+                    rayon::join(|| self.drain_p::<P>(&mut half), || self.drain_p::<P>(stack));
+                return settled + a + b;
+            }
+            preds.clear();
+            for _ in 0..stack.len().min(BATCH) {
+                let (board, won) = stack.pop().unwrap();
+                let base_of = |base: &Board, opp_empty: u64, out: &mut RankBase| {
+                    index.rank_base_p::<P>(base, opp_empty, n, out)
+                };
+                for_each_unmove_near_p::<P, _>(
+                    &board,
+                    self.rules,
+                    made,
+                    base_of,
+                    |q, stored, top, low, near, _| {
+                        if stored {
+                            let qi = index.rank_pred_p::<P>(near, q, top, low);
+                            self.state.prefetch(qi);
+                            preds.push((qi, *q, won));
+                        }
+                    },
+                );
+            }
+            for &(qi, q, won) in &preds {
                 let now = if !won {
                     self.settle(qi, WON)
                 } else {
-                    self.state.get(qi) == OPEN && self.lost_now(q) && self.settle(qi, LOST)
+                    self.state.get(qi) == OPEN && self.lost_now_p::<P>(&q) && self.settle(qi, LOST)
                 };
                 if now {
-                    stack.push((*q, !won));
+                    stack.push((q, !won));
                     settled += 1;
                 }
-            });
+            }
         }
         settled
     }
