@@ -144,6 +144,21 @@ impl std::ops::DerefMut for HugeBuf {
 /// Bytes per piece of [`read_exact_at_parallel`].
 const READ_PIECE: usize = 1 << 25;
 
+/// A new empty file at `path`, open to read and write, that has no name once open: nothing
+/// of it is left behind, even by a kill (a solver's spill and scratch files).
+pub(crate) fn unnamed_file(path: &std::path::Path) -> crate::error::Result<std::fs::File> {
+    let io = |e| crate::error::Error::io(path, e);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(io)?;
+    std::fs::remove_file(path).map_err(io)?;
+    Ok(file)
+}
+
 /// Fills `out` with the bytes of `file` from `offset`, in pieces of 32 MiB that the rayon
 /// threads read at once. Large reads here come from the page cache into fresh memory, and
 /// one thread alone spends as long faulting in and copying as the others wait: at level

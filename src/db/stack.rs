@@ -208,9 +208,7 @@ impl LevelStack {
     pub fn hold_for_random(&mut self, n: usize, build_to: usize) -> Result<()> {
         assert!(self.part.is_none(), "a rank's slices are read as streams");
         let reach = self.reach(n);
-        for m in 0..reach.start {
-            self.let_go(m);
-        }
+        (0..reach.start).for_each(|m| self.let_go(m));
         for m in reach {
             if matches!(self.get(m), Some(LevelValues::Owned(_))) {
                 continue;
@@ -233,9 +231,7 @@ impl LevelStack {
     /// command builds up to `build_to`.
     pub fn open_for_stream(&mut self, n: usize, build_to: usize) -> Result<()> {
         let reach = self.reach(n);
-        for m in 0..reach.start {
-            self.let_go(m);
-        }
+        (0..reach.start).for_each(|m| self.let_go(m));
         for m in reach {
             if self.levels.get(m).is_some_and(Option::is_some) {
                 continue;

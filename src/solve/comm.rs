@@ -95,3 +95,20 @@ impl Comm for Solo {
         0
     }
 }
+
+/// `mine`, unless another rank's is an error: every rank learns whether all could go on,
+/// so that all stop alike (`what` says what the others did). Collective: every rank calls
+/// it at the same point.
+pub(crate) fn together<M: Comm, T>(
+    comm: &M,
+    mine: crate::error::Result<T>,
+    what: &str,
+) -> crate::error::Result<T> {
+    let failed = comm.sum(mine.is_err() as u64);
+    match mine {
+        Ok(_) if failed > 0 => Err(crate::error::Error::Input(format!(
+            "{failed} other rank(s) {what}; their lines say why"
+        ))),
+        mine => mine,
+    }
+}

@@ -15,7 +15,7 @@ use crate::db::slice::{slice_path, write_slice, SliceHeader};
 use crate::db::store::{LevelFile, LevelValues};
 use crate::error::{Error, Result};
 use crate::solve::checkpoints::Checkpoints;
-use crate::solve::comm::Comm;
+use crate::solve::comm::{together, Comm};
 use crate::solve::level::{
     backward_pass, forward_pass, forward_stream, solve_lean, Compact, Fast, Forwarded, Lower,
     Outcomes, Partition, Settle, Stage, StateKind,
@@ -23,7 +23,7 @@ use crate::solve::level::{
 use crate::solve::plan::{
     check_level_fits, check_slice_fits, slice_way, way, LevelMemory, LevelMethod, LowerHeld,
 };
-use crate::util::{memory_available, HugeBuf, LevelBar};
+use crate::util::{memory_available, unnamed_file, HugeBuf, LevelBar};
 
 impl<M: Comm> Builder<'_, M> {
     /// Builds level `n` into the folder and checks what it wrote: from the furthest
@@ -54,7 +54,11 @@ impl<M: Comm> Builder<'_, M> {
             Lower::Random => {}
         }
         let fits = self.fits(n, state, lower, spill);
-        self.together(fits, &format!("lack the memory or disk for level {n}"))?;
+        together(
+            self.comm,
+            fits,
+            &format!("lack the memory or disk for level {n}"),
+        )?;
         let build_to = self.opts.max_seeds;
         match lower {
             Lower::Random => self.lower.hold_for_random(n, build_to)?,
@@ -76,7 +80,7 @@ impl<M: Comm> Builder<'_, M> {
     fn method(&self, n: usize) -> Result<LevelMethod> {
         let size = self.index.level_size(n);
         if let Target::Slices(_) = self.target {
-            let held = self.mine(n).end - self.mine(n).start;
+            let held = self.held(n);
             let state = match self.opts.state {
                 Some(state) => state,
                 None => {
@@ -93,14 +97,12 @@ impl<M: Comm> Builder<'_, M> {
             let lower = Lower::Stream;
             return Ok(LevelMethod { state, lower });
         }
-        let reach = self.lower.reach(n);
-        let lower_bytes = reach.clone().map(|m| self.index.level_size(m)).sum();
-        let held = self.lower.held_bytes(reach);
+        let room = self.random_room(n);
         let fit = LevelMemory {
             seeds: n,
             positions: size,
-            lower_bytes,
-            free: memory_available().map(|f| f + held),
+            lower_bytes: room.lower,
+            free: memory_available().map(|f| f + room.held),
         };
         Ok(way(&self.opts.ask(), &fit))
     }
@@ -112,19 +114,25 @@ impl<M: Comm> Builder<'_, M> {
         if !opts.check {
             return Ok(());
         }
-        let held = self.mine(n).end - self.mine(n).start;
+        let held = self.held(n);
         if let Target::Slices(_) = self.target {
             return check_slice_fits(&self.dir, n, held, state, opts.ranks_here);
         }
-        let reach = self.lower.reach(n);
         let room = match lower {
-            Lower::Random => LowerHeld {
-                lower: reach.clone().map(|m| self.index.level_size(m)).sum(),
-                held: self.lower.held_bytes(reach),
-            },
+            Lower::Random => self.random_room(n),
             Lower::Stream => LowerHeld { lower: 0, held: 0 },
         };
         check_level_fits(&self.dir, n, held, state, spill, opts.pack, room)
+    }
+
+    /// What level `n`'s lower levels take, read at random: the bytes of those it reads,
+    /// and of those held in memory already.
+    fn random_room(&self, n: usize) -> LowerHeld {
+        let reach = self.lower.reach(n);
+        LowerHeld {
+            lower: reach.clone().map(|m| self.index.level_size(m)).sum(),
+            held: self.lower.held_bytes(reach),
+        }
     }
 
     /// The checkpoints of level `n`, as this build writes and takes them up.
@@ -157,14 +165,10 @@ impl<M: Comm> Builder<'_, M> {
         }
         let mut fits = |state: StateKind| self.fits(n, state, Lower::Stream, false);
         let mut checkpoints = self.checkpoints(n, None);
-        let taken = checkpoints.take_up(self.opts.state, &mut fits);
         // Its errors come after its last collective: every rank learns of any.
-        let ok = taken
-            .as_ref()
-            .map(drop)
-            .map_err(|e| Error::Input(e.one_line()));
-        self.together(ok, &format!("could not take level {n}'s checkpoints up"))?;
-        let Some(checkpoint) = taken? else {
+        let taken = checkpoints.take_up(self.opts.state, &mut fits);
+        let what = format!("could not take level {n}'s checkpoints up");
+        let Some(checkpoint) = together(self.comm, taken, &what)? else {
             return Ok(None);
         };
         let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
@@ -173,8 +177,7 @@ impl<M: Comm> Builder<'_, M> {
         let resumed = match state {
             StateKind::Fast => self.resume::<Fast>(n, checkpoint)?,
             StateKind::Compact => self.resume::<Compact>(n, checkpoint)?,
-            // No lean checkpoint is written.
-            StateKind::Lean => None,
+            StateKind::Lean => unreachable!("no checkpoint holds the lean state"),
         };
         Ok(resumed.map(|(values, solved)| {
             let way = LevelMethod {
@@ -257,23 +260,10 @@ impl<M: Comm> Builder<'_, M> {
         let (opts, index, dir) = (self.opts, &self.index, &self.dir);
         let mine = self.mine(n);
         // One bar: forward pass then settled positions (at most the positions held).
-        let bar = LevelBar::new(opts.progress, (mine.end - mine.start) * 2, n, "solving");
+        let bar = LevelBar::new(opts.progress, self.held(n) * 2, n, "solving");
         let started = Instant::now();
-        // The spill file has no name once open: nothing is left behind, even by a kill.
         let spill_path = level_path(dir, n).with_extension("spill");
-        let mut spill_file = if spill {
-            let file = fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&spill_path)
-                .map_err(|e| Error::io(&spill_path, e))?;
-            fs::remove_file(&spill_path).map_err(|e| Error::io(&spill_path, e))?;
-            Some(file)
-        } else {
-            None
-        };
+        let mut spill_file = spill.then(|| unnamed_file(&spill_path)).transpose()?;
         let io = |e| Error::io(&spill_path, e);
         let forwarded: Forwarded<E> = match lower {
             Lower::Random => {
@@ -339,25 +329,16 @@ impl<M: Comm> Builder<'_, M> {
         checkpoint: Checkpoint,
     ) -> Result<Option<(HugeBuf, Solved)>> {
         let head = checkpoint.head;
-        let mine = self.mine(n);
-        let bar = LevelBar::new(
-            self.opts.progress,
-            (mine.end - mine.start) * 2,
-            n,
-            "resuming",
-        );
+        let held = self.held(n);
+        let bar = LevelBar::new(self.opts.progress, held * 2, n, "resuming");
         let mut checkpoints = self.checkpoints(n, Some(&bar));
         checkpoints.resumed = Some(CheckpointAt {
             next: head.next,
             segment: head.segment,
         });
         let loaded = checkpoints.load::<E>(checkpoint);
-        let ok = loaded
-            .as_ref()
-            .map(drop)
-            .map_err(|e| Error::Input(e.one_line()));
-        self.together(ok, &format!("could not load level {n}'s checkpoints"))?;
-        let Some(state) = loaded? else {
+        let what = format!("could not load level {n}'s checkpoints");
+        let Some(state) = together(self.comm, loaded, &what)? else {
             return Ok(None);
         };
         let forwarded = Forwarded {
@@ -366,7 +347,7 @@ impl<M: Comm> Builder<'_, M> {
             forward: Duration::from_nanos(head.forward_ns),
         };
         let from = Stage::of_checkpoint(&head);
-        bar.phase("solving", mine.end - mine.start);
+        bar.phase("solving", held);
         Ok(Some(self.backward(n, forwarded, from, &bar, checkpoints)))
     }
 

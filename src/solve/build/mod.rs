@@ -196,17 +196,10 @@ impl<'a, M: Comm> Builder<'a, M> {
         slice(self.index.level_size(n), part.ranks, part.rank)
     }
 
-    /// `mine`, unless another rank's is an error: every rank learns whether all could go
-    /// on, so that all stop alike (`what` says what the others did).
-    fn together(&self, mine: Result<()>, what: &str) -> Result<()> {
-        let failed = self.comm.sum(mine.is_err() as u64);
-        match mine {
-            Err(e) => Err(e),
-            Ok(()) if failed > 0 => Err(Error::Input(format!(
-                "{failed} other rank(s) {what}; their lines say why"
-            ))),
-            Ok(()) => Ok(()),
-        }
+    /// The number of positions of level `n` this process holds.
+    fn held(&self, n: usize) -> u64 {
+        let mine = self.mine(n);
+        mine.end - mine.start
     }
 
     /// Level `n`: kept if complete and valid everywhere (unless forced), else built; its

@@ -16,7 +16,6 @@
 //!   per position, 0 while unsettled: a settled value is never 0), in index order, the
 //!   chunks where something was settled only. What is never settled is a draw.
 
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -31,7 +30,7 @@ use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
 use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
 use crate::game::scan::{scan_exits, LowerValues, NO_EXIT};
-use crate::util::{prefetch, HugeBuf, LevelBar, BATCH, CHUNK};
+use crate::util::{prefetch, unnamed_file, HugeBuf, LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
 const OPEN_NOT: u64 = 0;
@@ -106,8 +105,8 @@ pub(crate) fn solve_lean<L: LowerValues + ?Sized>(
 ) -> Result<(HugeBuf, PhaseTimes)> {
     let size = index.level_size(n);
     let start = Instant::now();
-    let exits = unnamed(dir, n, "exits")?;
-    let values = unnamed(dir, n, "values")?;
+    let exits = unnamed_file(&dir.join(format!("level-{n:03}.exits")))?;
+    let values = unnamed_file(&dir.join(format!("level-{n:03}.values")))?;
     let io = |what: &str, e: std::io::Error| {
         Error::io(dir.join(format!("level-{n:03}.{what} (unnamed)")), e)
     };
@@ -212,20 +211,6 @@ pub(crate) fn solve_lean<L: LowerValues + ?Sized>(
         backward: start.elapsed(),
     };
     Ok((out, times))
-}
-
-/// A file in `dir` that has no name once open (nothing is left behind, even by a kill).
-fn unnamed(dir: &Path, n: usize, what: &str) -> Result<File> {
-    let path = dir.join(format!("level-{n:03}.{what}"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    std::fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
-    Ok(file)
 }
 
 /// One threshold's pass over the lean state.

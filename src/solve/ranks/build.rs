@@ -9,6 +9,7 @@ use crate::db::lock::DirLock;
 use crate::db::slice::{list_slices, slice_path, SliceHeader};
 use crate::error::Error;
 use crate::solve::build::{build_levels, LevelReport, Target};
+use crate::solve::comm::together;
 use crate::solve::level::message;
 use crate::solve::options::BuildOptions;
 use crate::solve::ranks::Comm;
@@ -47,17 +48,6 @@ pub fn build_slices<M: Comm>(
         )));
     }
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-    // Every rank learns whether all could start, so that all stop alike.
-    let together = |mine: crate::error::Result<()>, what: &str| {
-        let failed = comm.sum(mine.is_err() as u64);
-        match mine {
-            Err(e) => Err(e),
-            Ok(()) if failed > 0 => Err(Error::Input(format!(
-                "{failed} other rank(s) {what}; their lines say why"
-            ))),
-            Ok(()) => Ok(()),
-        }
-    };
     let command = opts
         .command
         .clone()
@@ -67,11 +57,13 @@ pub fn build_slices<M: Comm>(
         Ok(lock) => (Some(lock), Ok(())),
         Err(e) => (None, Err(e)),
     };
-    together(locked, "found their folder held by another build")?;
+    // Every rank learns whether all could start, so that all stop alike.
+    together(comm, locked, "found their folder held by another build")?;
     // Slices of another partition would be read as this one's: refuse them, on every
     // rank at once.
     let foreign = list_slices(&dir)?.into_iter().find(|&(_, _, r)| r != ranks);
     together(
+        comm,
         match foreign {
             Some((n, r, rs)) => Err(Error::Input(format!(
                 "{} holds slices of a build over {rs} ranks (level {n}, rank {r}); this build has {ranks}: use another folder, or run with {rs} ranks",
@@ -88,6 +80,7 @@ pub fn build_slices<M: Comm>(
         (h.rules != rules || h.pits != pits).then_some((path, h))
     });
     together(
+        comm,
         match other {
             Some((path, h)) => Err(Error::Input(format!(
                 "{} is a slice of the {}-{} database, and this build is {rules}-{pits}: move it away",
