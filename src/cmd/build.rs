@@ -173,15 +173,6 @@ fn refused_over_ranks(args: &BuildArgs) -> Option<&'static str> {
 }
 
 pub fn run(args: BuildArgs) -> anyhow::Result<()> {
-    // Flags that contradict each other are a usage error, said before anything is done.
-    if args.state == StateArg::Lean && args.lower == LowerArg::Stream {
-        return Err(super::Usage(
-            "--state lean reads the lower levels at random for now: leave --lower out, or give \
-             --lower random"
-                .into(),
-        )
-        .into());
-    }
     // Not another database nested in the one --dir names, nor a folder over a file.
     args.db.writable()?;
     if args.distributed || mpi_ranks().is_some_and(|r| r > 1) {

@@ -211,13 +211,6 @@ impl BuildOptions {
     /// that holds the top level.
     pub(crate) fn checked_index(&self) -> Result<Index> {
         let index = Index::new(self.pits, self.max_seeds)?;
-        if self.state == Some(StateKind::Lean) && self.lower == Some(Lower::Stream) {
-            return Err(Error::Input(
-                "--state lean reads the lower levels at random for now: leave --lower out, or \
-                 give --lower random"
-                    .into(),
-            ));
-        }
         if self.state == Some(StateKind::Compact) && self.max_seeds > COMPACT_MAX_SEEDS {
             return Err(Error::Input(format!(
                 "the compact state holds levels of at most {COMPACT_MAX_SEEDS} seeds, and this \

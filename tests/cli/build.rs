@@ -111,24 +111,29 @@ fn distributed_build_refuses_the_flags_it_does_not_do() {
         "0",
     ]);
     assert!(db.root().join("awari-6/level-004.awp").exists());
-    // The lean state reads its lower levels at random: a stream asked for is refused
-    // before anything is written.
-    let lean = [
-        "build",
-        "--max-seeds",
-        "4",
-        "--state",
-        "lean",
-        "--lower",
-        "stream",
-    ];
-    let out = awari(&[&lean[..], &["--dir", &root]].concat());
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        text(&out.stderr),
-        "error: --state lean reads the lower levels at random for now: leave --lower out, or \
-         give --lower random\n"
+    // The lean state reads its lower levels as streams too: the same level as a build
+    // reading them at random.
+    let lean = |lower: &str, to: &str| {
+        let args = [
+            "build",
+            "--max-seeds",
+            "6",
+            "--state",
+            "lean",
+            "--lower",
+            lower,
+        ];
+        let out = awari(&[&args[..], &["--dir", to]].concat());
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(&format!("lean/{lower}")));
+        std::fs::read(Path::new(to).join("awari-6/level-006.awl")).unwrap()
+    };
+    let other = db.root().join("lean");
+    let (a, b) = (
+        lean("stream", &format!("{root}/lean-stream")),
+        lean("random", &other.to_string_lossy()),
     );
+    assert!(a == b && a.len() > 64);
     // --force, --state and --lower stream pass the check: a binary without the mpi
     // feature then says it needs it (with it, MPI would start).
     if !cfg!(feature = "mpi") {

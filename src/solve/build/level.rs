@@ -3,7 +3,10 @@
 //! checkpoint, or from its start), and the file it is written to.
 
 use std::fs;
+use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
 
 use super::{Builder, Solved, Target};
 use crate::db::checkpoint::{list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt};
@@ -17,28 +20,25 @@ use crate::error::{Error, Result};
 use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::{together, Comm};
 use crate::solve::level::{
-    backward_pass, forward_pass, forward_stream, solve_lean, Compact, Fast, Forwarded, Lower,
-    Outcomes, Partition, Settle, Stage, StateKind,
+    backward_pass, exits_random, exits_stream, forward_pass, forward_stream, solve_lean, Compact,
+    Fast, Forwarded, Lower, Outcomes, Partition, Settle, Stage, StateKind, Window,
 };
 use crate::solve::plan::{
     check_level_fits, check_slice_fits, slice_way, way, LevelMemory, LevelMethod, LowerHeld,
 };
-use crate::util::{memory_available, unnamed_file, HugeBuf, LevelBar};
+use crate::util::{
+    memory_available, read_exact_at_parallel, unnamed_file, HugeBuf, LevelBar, CHUNK,
+};
 
 impl<M: Comm> Builder<'_, M> {
     /// Builds level `n` into the folder and checks what it wrote: from the furthest
     /// checkpoint an earlier build left of it if there is a good one, else from its start.
     pub(super) fn build_level(&mut self, n: usize) -> Result<Solved> {
         if let Some((solved, values)) = self.resume_level(n)? {
-            self.finish_level(n, values, Lower::Stream)?;
+            self.finish_level(n, Values::Held(values), Lower::Stream)?;
             return Ok(solved);
         }
-        let mut way = self.method(n)?;
-        if way.state == StateKind::Lean {
-            // The lean state reads the lower levels at random (DESIGN.md section 5.6);
-            // `BuildOptions::checked_index` refused a stream asked for.
-            way.lower = Lower::Random;
-        }
+        let way = self.method(n)?;
         let LevelMethod { state, lower } = way;
         let size = self.index.level_size(n);
         let spill = lower == Lower::Random
@@ -67,7 +67,7 @@ impl<M: Comm> Builder<'_, M> {
         let (values, solved) = match state {
             StateKind::Fast => self.solve::<Fast>(n, lower, spill)?,
             StateKind::Compact => self.solve::<Compact>(n, lower, spill)?,
-            StateKind::Lean => self.solve_lean(n)?,
+            StateKind::Lean => self.solve_lean(n, lower)?,
         };
         self.finish_level(n, values, lower)?;
         Ok(Solved { way, ..solved })
@@ -192,7 +192,7 @@ impl<M: Comm> Builder<'_, M> {
     /// with `--pack`; a rank's slice), removes a stale file of the other form and the
     /// level's checkpoints, and holds the values where the next levels read them (in
     /// memory if the lower levels are read at random).
-    fn finish_level(&mut self, n: usize, values: HugeBuf, lower: Lower) -> Result<()> {
+    fn finish_level(&mut self, n: usize, values: Values, lower: Lower) -> Result<()> {
         let (opts, dir) = (self.opts, &self.dir);
         let want = Expect::level(opts.rules, &self.index, n);
         if let Target::Slices(part) = self.target {
@@ -207,7 +207,7 @@ impl<M: Comm> Builder<'_, M> {
                 ranks: part.ranks,
                 rank: part.rank,
             };
-            write_slice(&path, head, &values)?;
+            write_slice(&path, head, &values.bytes()?)?;
             remove_checkpoints(dir, n, part)?;
             // The stream read the slices below: let their pages go.
             self.lower.release();
@@ -218,10 +218,10 @@ impl<M: Comm> Builder<'_, M> {
         }
         let (raw, packed) = (level_path(dir, n), packed_path(dir, n));
         let (written, stale) = if opts.pack {
-            write_packed(dir, &want, &values)?;
+            write_packed(dir, &want, &values.bytes()?)?;
             (packed, raw)
         } else {
-            write_level(&raw, &want, &values)?;
+            values.write_level(&raw, &want)?;
             (raw, packed)
         };
         remove_checkpoints(dir, n, self.part())?;
@@ -235,13 +235,13 @@ impl<M: Comm> Builder<'_, M> {
             ));
         }
         if lower == Lower::Random {
-            self.lower.hold(n, LevelValues::Owned(values));
+            self.lower.hold(n, LevelValues::Owned(values.held()?));
         } else if self.lower.wants(n) {
             let level = LevelFile::open(dir, &want, Check::HeaderOnly)?
                 .expect("the level just written is there");
             let values = match level {
                 LevelFile::Raw(l) => LevelValues::Mapped(l),
-                _ => LevelValues::Owned(values),
+                _ => LevelValues::Owned(values.held()?),
             };
             self.lower.offer(n, values);
         }
@@ -256,7 +256,7 @@ impl<M: Comm> Builder<'_, M> {
         n: usize,
         lower: Lower,
         spill: bool,
-    ) -> Result<(HugeBuf, Solved)> {
+    ) -> Result<(Values, Solved)> {
         let (opts, index, dir) = (self.opts, &self.index, &self.dir);
         let mine = self.mine(n);
         // One bar: forward pass then settled positions (at most the positions held).
@@ -290,30 +290,52 @@ impl<M: Comm> Builder<'_, M> {
                     mine,
                     progress: &bar,
                 };
-                forward_stream(&part, &self.lower)?
+                forward_stream(&part, &self.lower, Window::WHOLE)?
             }
         };
         let mut checkpoints = self.checkpoints(n, Some(&bar));
         checkpoints.last = started;
         let from = Stage::start(n);
-        Ok(self.backward(n, forwarded, from, &bar, checkpoints))
+        let (values, solved) = self.backward(n, forwarded, from, &bar, checkpoints);
+        Ok((Values::Held(values), solved))
     }
 
-    /// Solves level `n` with the lean state (DESIGN.md section 5.6), the lower levels held
-    /// for random reads: its values, and what solving it gave.
-    fn solve_lean(&mut self, n: usize) -> Result<(HugeBuf, Solved)> {
-        let size = self.index.level_size(n);
+    /// Solves level `n` with the lean state (DESIGN.md section 5.6), reading the lower
+    /// levels as `lower` says: its values (in a file), and what solving it gave.
+    fn solve_lean(&mut self, n: usize, lower: Lower) -> Result<(Values, Solved)> {
+        let (rules, index, dir) = (self.opts.rules, &self.index, &self.dir);
+        let size = index.level_size(n);
         let bar = LevelBar::new(self.opts.progress, size * 2, n, "solving");
-        let below = self.lower.below(n);
-        let (values, phases) =
-            solve_lean(self.opts.rules, &self.index, n, &below[..], &self.dir, &bar)?;
+        let (file, phases) = match lower {
+            Lower::Random => {
+                let below = self.lower.below(n);
+                let forward = |f: &fs::File| exits_random(rules, index, n, &below[..], f, &bar);
+                solve_lean(rules, index, n, dir, &bar, forward)?
+            }
+            Lower::Stream => {
+                let part = Partition {
+                    comm: self.comm,
+                    rules,
+                    index,
+                    n,
+                    mine: self.mine(n),
+                    progress: &bar,
+                };
+                let forward = |f: &fs::File| exits_stream(&part, &self.lower, f);
+                let solved = solve_lean(rules, index, n, dir, &bar, forward)?;
+                // The stream read the lower levels' files: let their pages go.
+                self.lower.release();
+                solved
+            }
+        };
         bar.finish();
+        let values = Values::File(file, size);
         let solved = Solved {
             phases,
-            stats: Outcomes::of_parallel(&values),
+            stats: values.outcomes()?,
             way: LevelMethod {
                 state: StateKind::Lean,
-                lower: Lower::Random,
+                lower,
             },
             resumed: None,
             checkpoints: 0,
@@ -392,12 +414,95 @@ impl<M: Comm> Builder<'_, M> {
     }
 }
 
-/// Writes the level `want` describes to `path` (section 4.3 of DESIGN.md).
-fn write_level(path: &std::path::Path, want: &Expect, values: &[u8]) -> Result<()> {
-    let len = values.len() as u64;
-    let mut w = LevelWriter::create(path, want.rules, want.pits, want.seeds, len)?;
-    w.write(values)?;
-    w.finish().map(|_| ())
+/// A level's values (or a rank's slice's) as solving leaves them: in memory, or, from the
+/// lean state, in an unnamed file of so many bytes, never held whole unless a writer needs
+/// them at once.
+pub(super) enum Values {
+    Held(HugeBuf),
+    File(fs::File, u64),
+}
+
+/// A level's values as one slice of bytes: held, or a file's mapped.
+enum Bytes<'a> {
+    Held(&'a [u8]),
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for Bytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Held(b) => b,
+            Bytes::Mapped(m) => m,
+        }
+    }
+}
+
+/// The name errors give the lean state's values file, which has none.
+const VALUES_FILE: &str = "(the lean state's values file)";
+
+impl Values {
+    /// The values as one slice: a file's mapped (read-only: the file is not changed
+    /// while the map lives), for the writers that need the level whole (a packed level's
+    /// blocks, a slice file). The mapped pages count in this process's memory.
+    fn bytes(&self) -> Result<Bytes<'_>> {
+        match self {
+            Values::Held(b) => Ok(Bytes::Held(b)),
+            // SAFETY: the file is unnamed and owned here: nothing else can change it.
+            Values::File(f, _) => unsafe { memmap2::Mmap::map(f) }
+                .map(Bytes::Mapped)
+                .map_err(|e| Error::io(VALUES_FILE, e)),
+        }
+    }
+
+    /// The values in memory, a file's read in.
+    fn held(self) -> Result<HugeBuf> {
+        match self {
+            Values::Held(b) => Ok(b),
+            Values::File(f, len) => {
+                let mut buf = HugeBuf::zeroed(len as usize)
+                    .map_err(|e| Error::Resources(format!("cannot hold a level's values: {e}")))?;
+                read_exact_at_parallel(&f, 0, &mut buf).map_err(|e| Error::io(VALUES_FILE, e))?;
+                Ok(buf)
+            }
+        }
+    }
+
+    /// What the values are: won, drawn, lost (a file's read a chunk at a time).
+    fn outcomes(&self) -> Result<Outcomes> {
+        match self {
+            Values::Held(b) => Ok(Outcomes::of_parallel(b)),
+            Values::File(f, len) => (0..len.div_ceil(CHUNK))
+                .into_par_iter()
+                .map_init(Vec::new, |buf, c| {
+                    buf.resize(CHUNK.min(len - c * CHUNK) as usize, 0);
+                    f.read_exact_at(buf, c * CHUNK)
+                        .map_err(|e| Error::io(VALUES_FILE, e))?;
+                    Ok(Outcomes::of(buf))
+                })
+                .try_reduce(Outcomes::default, |a, b| Ok(a.merge(b))),
+        }
+    }
+
+    /// Writes the level `want` describes to `path` (section 4.3 of DESIGN.md): a file's
+    /// values copied a chunk at a time.
+    fn write_level(&self, path: &std::path::Path, want: &Expect) -> Result<()> {
+        let len = want.positions;
+        let mut w = LevelWriter::create(path, want.rules, want.pits, want.seeds, len)?;
+        match self {
+            Values::Held(b) => w.write(b)?,
+            Values::File(f, len) => {
+                let mut buf = Vec::new();
+                for first in (0..*len).step_by(CHUNK as usize) {
+                    buf.resize(CHUNK.min(len - first) as usize, 0);
+                    f.read_exact_at(&mut buf, first)
+                        .map_err(|e| Error::io(VALUES_FILE, e))?;
+                    w.write(&buf)?;
+                }
+            }
+        }
+        w.finish().map(|_| ())
+    }
 }
 
 /// Writes level `want.seeds` into `dir` packed with the plain model (section 6), then

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use super::level::Values;
 use super::*;
 use crate::db::checkpoint::{checkpoint_path, list_checkpoints};
 use crate::db::layout::{level_path, packed_path};
@@ -240,8 +241,10 @@ fn solve_saved(
                                 StateKind::Compact => b.solve::<Compact>(n, Lower::Stream, false),
                                 StateKind::Lean => unreachable!("not over ranks"),
                             };
-                            let (values, solved) = solved.unwrap();
-                            (values, solved)
+                            match solved.unwrap() {
+                                (Values::Held(values), solved) => (values, solved),
+                                _ => unreachable!("the fast and compact states hold their values"),
+                            }
                         }
                     };
                     if keep {

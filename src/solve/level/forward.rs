@@ -133,15 +133,23 @@ pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
 /// process alone reads everything in one round. The lower levels are read once, a chunk
 /// at a time; only this level's state is in memory. Fails only when `lower` cannot be
 /// read (on every rank at once).
+///
+/// With a `window` other than [`Window::WHOLE`], the state holds only that window of each
+/// rank's slice (the lean state's forward pass, DESIGN.md section 5.6): a parent in
+/// another window is passed over (another call makes it), and one in another rank's slice
+/// is sent only if it lies in that rank's window of the same number.
 pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
     part: &Partition<M>,
     lower: &S,
+    window: Window,
 ) -> Result<Forwarded<E>> {
     let start = Instant::now();
     let (comm, rules, index, n) = (part.comm, part.rules, part.index, part.n);
     let (rank, ranks) = (comm.rank(), comm.size());
-    let mine = part.mine.clone();
-    let (size, held) = (index.level_size(n), mine.end - mine.start);
+    let size = index.level_size(n);
+    let mine = window.of(part.mine.clone());
+    let held = mine.end - mine.start;
+    let whole = window.count == 1;
     let state = State::<E>::new(held);
     let progress = part.progress;
     // The forward half of the bar: half for the own moves, half for the stream.
@@ -200,10 +208,22 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
                             start: first,
                             values,
                         };
-                        if ranks == 1 {
+                        if ranks == 1 && whole {
                             // Every parent is held: no test on the way.
                             let touch = |qi: u64| prefetch(state.exit_addr(qi as usize));
                             let apply = |qi: u64, x: i8, _| state.raise(qi as usize, x);
+                            scan_uncaptures(rules, index, n, run, touch, apply);
+                        } else if ranks == 1 {
+                            let touch = |qi: u64| {
+                                if qi.wrapping_sub(base) < held {
+                                    prefetch(state.exit_addr((qi - base) as usize));
+                                }
+                            };
+                            let apply = |qi: u64, x: i8, _| {
+                                if qi.wrapping_sub(base) < held {
+                                    state.raise((qi - base) as usize, x);
+                                }
+                            };
                             scan_uncaptures(rules, index, n, run, touch, apply);
                         } else {
                             let touch = |qi: u64| {
@@ -215,9 +235,14 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
                                 if qi.wrapping_sub(base) < held {
                                     state.raise((qi - base) as usize, x);
                                 } else {
-                                    let word = message::raise(qi, x);
-                                    out[owner(qi, size, ranks)]
-                                        .extend_from_slice(&word.to_le_bytes());
+                                    let to = owner(qi, size, ranks);
+                                    if whole
+                                        || (to != rank
+                                            && window.of(slice(size, ranks, to)).contains(&qi))
+                                    {
+                                        let word = message::raise(qi, x);
+                                        out[to].extend_from_slice(&word.to_le_bytes());
+                                    }
                                 }
                             };
                             scan_uncaptures(rules, index, n, run, touch, apply);
@@ -256,6 +281,25 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
         present,
         forward: start.elapsed(),
     })
+}
+
+/// Which part of each rank's slice of a level a forward pass holds: window `k` of the
+/// slice cut into `count` windows as ranks cut a level ([`slice()`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) k: usize,
+    pub(crate) count: usize,
+}
+
+impl Window {
+    /// The whole slice.
+    pub(crate) const WHOLE: Window = Window { k: 0, count: 1 };
+
+    /// The window of `range`.
+    pub(crate) fn of(self, range: Range<u64>) -> Range<u64> {
+        let cut = slice(range.end - range.start, self.count, self.k);
+        range.start + cut.start..range.start + cut.end
+    }
 }
 
 /// The forward pass over the chunks `chunks` of level `n`, in parallel: the best exit

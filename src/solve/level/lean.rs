@@ -16,21 +16,29 @@
 //!   per position, 0 while unsettled: a settled value is never 0), in index order, the
 //!   chunks where something was settled only. What is never settled is a draw.
 
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::state::exit_and_stay;
-use super::PhaseTimes;
+use super::forward::{forward_stream, Window};
+use super::rounds::Partition;
+use super::state::{exit_and_stay, Encoding};
+use super::{Compact, Fast, PhaseTimes, StateKind, COMPACT_MAX_SEEDS};
+use crate::db::layout::largest_slice;
 use crate::error::{Error, Result};
 use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
 use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
-use crate::game::scan::{scan_exits, LowerValues, NO_EXIT};
-use crate::util::{prefetch, unnamed_file, HugeBuf, LevelBar, BATCH, CHUNK};
+use crate::game::scan::{scan_exits, LowerValues, Stream, NO_EXIT};
+use crate::solve::comm::Comm;
+use crate::util::{prefetch, unnamed_file, LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
 const OPEN_NOT: u64 = 0;
@@ -92,17 +100,111 @@ fn unsettled(s: u64) -> bool {
     s < WON
 }
 
-/// Solves level `n` of `index`'s board, whose lower levels `lower` holds, with the lean
-/// state, its exits and values files unnamed in `dir`: the level's values in index order,
-/// and the time of the two passes.
-pub(crate) fn solve_lean<L: LowerValues + ?Sized>(
+/// The lean state's forward pass with the lower levels read at random from `lower`: each
+/// position's best exit into `exits` (one byte per position in index order, [`NO_EXIT`]
+/// where it has none), a chunk at a time; nothing of it is kept in memory.
+pub(crate) fn exits_random<L: LowerValues + ?Sized>(
     rules: Rules,
     index: &Index,
     n: usize,
     lower: &L,
+    exits: &File,
+    progress: &LevelBar,
+) -> Result<()> {
+    let size = index.level_size(n);
+    (0..size.div_ceil(CHUNK))
+        .into_par_iter()
+        .try_for_each_init(Vec::new, |buf, c| {
+            let first = c * CHUNK;
+            let len = (CHUNK.min(size - first)) as usize;
+            buf.resize(len, 0u8);
+            scan_exits(rules, index, n, lower, first, len, |j, ex, best| {
+                buf[j] = exit_and_stay(ex, n, best).0 as u8;
+            });
+            progress.inc(len as u64);
+            exits.write_all_at(buf, first)
+        })
+        .map_err(|e| Error::io(EXITS_FILE, e))
+}
+
+/// The name errors give the exits file, which has none.
+const EXITS_FILE: &str = "(the lean state's exits file)";
+
+/// The lean state's forward pass with the lower levels read as streams: the best exits of
+/// this rank's slice of the level (`part.mine`) into `exits` (from its start, as
+/// [`exits_random`] writes them), made window by window ([`lean_windows`]), each window a
+/// streamed forward pass ([`forward_stream`]) that holds that window's state alone.
+pub(crate) fn exits_stream<M: Comm, S: Stream + ?Sized>(
+    part: &Partition<M>,
+    lower: &S,
+    exits: &File,
+) -> Result<()> {
+    if part.n <= COMPACT_MAX_SEEDS {
+        exits_stream_with::<Compact, M, S>(part, lower, exits)
+    } else {
+        exits_stream_with::<Fast, M, S>(part, lower, exits)
+    }
+}
+
+/// [`exits_stream`] with the windows' state in the encoding `E`.
+fn exits_stream_with<E: Encoding, M: Comm, S: Stream + ?Sized>(
+    part: &Partition<M>,
+    lower: &S,
+    exits: &File,
+) -> Result<()> {
+    // Every rank makes as many windows as the largest slice needs, so that all run the
+    // same rounds.
+    let size = part.index.level_size(part.n);
+    let count = lean_windows(E::KIND, largest_slice(size, part.comm.size()));
+    for k in 0..count {
+        let window = Window { k, count };
+        let made = window.of(part.mine.clone());
+        let forwarded = forward_stream::<E, M, S>(part, lower, window)?;
+        let state = &forwarded.state;
+        let at = made.start - part.mine.start;
+        let len = made.end - made.start;
+        (0..len.div_ceil(CHUNK))
+            .into_par_iter()
+            .try_for_each_init(Vec::new, |buf, c| {
+                let first = c * CHUNK;
+                buf.resize(CHUNK.min(len - first) as usize, 0u8);
+                for (j, b) in buf.iter_mut().enumerate() {
+                    let e = state.exit(first as usize + j).load(Relaxed) as i8;
+                    *b = if E::no_exit(e) { NO_EXIT } else { e } as u8;
+                }
+                exits.write_all_at(buf, at + first)
+            })
+            .map_err(|e| Error::io(EXITS_FILE, e))?;
+    }
+    Ok(())
+}
+
+/// The windows a streamed lean forward pass makes a slice of `len` positions in: each
+/// window's compact state (about one byte a position) within three eighths of a byte per
+/// position of the slice, the lean state's budget (DESIGN.md section 5.6), in the state
+/// `kind` (compact; fast above 56 seeds). Four compact windows for a large level,
+/// whatever the memory free: the lean state is asked for to use little.
+pub(crate) fn lean_windows(kind: StateKind, len: u64) -> usize {
+    let window = |count: u64| kind.bytes(len.div_ceil(count));
+    // A tiny slice's window never fits (its words and blocks round up): one a position.
+    (1..=len)
+        .find(|&c| window(c) * 8 <= len * 3)
+        .unwrap_or(len)
+        .max(1) as usize
+}
+
+/// Solves this process's part of level `n` of `index`'s board with the lean state, its
+/// exits and values files unnamed in `dir`: `forward` writes the best exits to the exits
+/// file (with [`exits_random`] or [`exits_stream`]). Returns the values file (the level's
+/// values in index order, one byte each) and the time of the two passes.
+pub(crate) fn solve_lean(
+    rules: Rules,
+    index: &Index,
+    n: usize,
     dir: &Path,
     progress: &LevelBar,
-) -> Result<(HugeBuf, PhaseTimes)> {
+    forward: impl FnOnce(&File) -> Result<()>,
+) -> Result<(File, PhaseTimes)> {
     let size = index.level_size(n);
     let start = Instant::now();
     let exits = unnamed_file(&dir.join(format!("level-{n:03}.exits")))?;
@@ -111,27 +213,30 @@ pub(crate) fn solve_lean<L: LowerValues + ?Sized>(
         Error::io(dir.join(format!("level-{n:03}.{what} (unnamed)")), e)
     };
     values.set_len(size).map_err(|e| io("values", e))?;
+    exits.set_len(size).map_err(|e| io("exits", e))?;
+    forward(&exits)?;
+    let forward = start.elapsed();
+    let start = Instant::now();
     let state = Bits::new(size);
     let chunks = size.div_ceil(CHUNK);
-    // The forward pass: each chunk's best exits, written where they belong.
+    let read_exits = |buf: &mut Vec<u8>, c: u64| {
+        let first = c * CHUNK;
+        buf.resize(CHUNK.min(size - first) as usize, 0u8);
+        exits.read_exact_at(buf, first).map_err(|e| io("exits", e))
+    };
+    // A position with no exit is open to a loss from the start: before any threshold's
+    // cascade may reach it.
     (0..chunks)
         .into_par_iter()
         .try_for_each_init(Vec::new, |buf, c| {
-            let first = c * CHUNK;
-            let len = (CHUNK.min(size - first)) as usize;
-            buf.resize(len, 0u8);
-            scan_exits(rules, index, n, lower, first, len, |j, ex, best| {
-                let (b, _) = exit_and_stay(ex, n, best);
-                buf[j] = b as u8;
-                if b == NO_EXIT {
-                    state.change(first + j as u64, |_| true, OPEN);
+            read_exits(buf, c)?;
+            for (j, &b) in buf.iter().enumerate() {
+                if b as i8 == NO_EXIT {
+                    state.change(c * CHUNK + j as u64, |_| true, OPEN);
                 }
-            });
-            progress.inc(len as u64);
-            exits.write_all_at(buf, first).map_err(|e| io("exits", e))
+            }
+            Ok::<(), Error>(())
         })?;
-    let forward = start.elapsed();
-    let start = Instant::now();
     let dirty: Vec<AtomicBool> = (0..chunks).map(|_| AtomicBool::new(false)).collect();
     let pass = Pass {
         rules,
@@ -143,32 +248,11 @@ pub(crate) fn solve_lean<L: LowerValues + ?Sized>(
     for t in (1..=n as i8).rev() {
         // Open, seed and settle, a chunk of the exits file at a time.
         (0..chunks).into_par_iter().try_for_each_init(
-            || (Vec::new(), Vec::new()),
-            |(buf, stack), c| {
+            || (Vec::new(), Work::default()),
+            |(buf, work), c| {
+                read_exits(buf, c)?;
                 let first = c * CHUNK;
-                buf.resize(CHUNK.min(size - first) as usize, 0u8);
-                exits
-                    .read_exact_at(buf, first)
-                    .map_err(|e| io("exits", e))?;
-                let mut settled = 0;
-                for (j, &b) in buf.iter().enumerate() {
-                    let (i, b) = (first + j as u64, b as i8);
-                    if b == t && pass.settle(i, WON) {
-                        stack.push((index.unrank(n, i), true));
-                        settled += 1;
-                    } else if b == -t {
-                        state.change(i, |s| s == OPEN_NOT, OPEN);
-                        // Unless a cascade settled it meanwhile.
-                        if state.get(i) == OPEN {
-                            let board = index.unrank(n, i);
-                            if pass.lost_now(&board) && pass.settle(i, LOST) {
-                                stack.push((board, false));
-                                settled += 1;
-                            }
-                        }
-                    }
-                    settled += pass.drain(stack);
-                }
+                let settled = pass.seed(buf, first, t, work);
                 progress.inc(settled);
                 Ok::<(), Error>(())
             },
@@ -197,20 +281,11 @@ pub(crate) fn solve_lean<L: LowerValues + ?Sized>(
                 values.write_all_at(buf, first).map_err(|e| io("values", e))
             })?;
     }
-    let mut out = HugeBuf::zeroed(size as usize)
-        .map_err(|e| Error::Resources(format!("cannot allocate level {n}'s values: {e}")))?;
-    out.par_chunks_mut(CHUNK as usize)
-        .enumerate()
-        .try_for_each(|(c, buf)| {
-            values
-                .read_exact_at(buf, c as u64 * CHUNK)
-                .map_err(|e| io("values", e))
-        })?;
     let times = PhaseTimes {
         forward,
         backward: start.elapsed(),
     };
-    Ok((out, times))
+    Ok((values, times))
 }
 
 /// One threshold's pass over the lean state.
@@ -223,7 +298,130 @@ struct Pass<'a> {
     dirty: &'a [AtomicBool],
 }
 
+/// A thread's buffers for a pass: the settled positions whose predecessors are to be
+/// updated, and the positions to check for a loss.
+#[derive(Default)]
+struct Work {
+    /// Settled positions, `true` when won.
+    stack: Vec<(Board, bool)>,
+    /// Positions open to a loss to check.
+    checks: Vec<Check>,
+    /// The checks of the next round.
+    next: Vec<Check>,
+}
+
+/// A position open to a loss whose in-level children are being read, one a round: lost
+/// if every one is won.
+#[derive(Clone, Copy)]
+struct Check {
+    i: u64,
+    board: Board,
+    /// The pit of the next child to read.
+    from: u8,
+    /// The child read this round (its state word prefetched).
+    child: u64,
+}
+
+impl Check {
+    fn new(i: u64, board: Board) -> Check {
+        Check {
+            i,
+            board,
+            from: 0,
+            child: u64::MAX,
+        }
+    }
+}
+
 impl Pass<'_> {
+    /// Scans one chunk of the exits file (`exits`, from position `first`) at threshold
+    /// `t`: seeds its wins (`b == t`), opens its positions with `b == -t` to a loss and
+    /// checks them, and settles what follows. Returns the positions it settled.
+    fn seed(&self, exits: &[u8], first: u64, t: i8, work: &mut Work) -> u64 {
+        with_pits!(self.index.pits_per_side(), P => self.seed_p::<P>(exits, first, t, work))
+    }
+
+    /// [`Pass::seed`] with the pits per side known at compile time.
+    fn seed_p<const P: usize>(&self, exits: &[u8], first: u64, t: i8, work: &mut Work) -> u64 {
+        let (index, n) = (self.index, self.n);
+        let mut settled = 0;
+        // Most blocks hold no exit of `t` or `-t`: they are passed over in vector compares.
+        const BLOCK: usize = 64;
+        for (k, block) in exits.chunks(BLOCK).enumerate() {
+            if !block
+                .iter()
+                .fold(false, |any, &b| any | (b as i8 == t) | (b as i8 == -t))
+            {
+                continue;
+            }
+            for (j, &b) in block.iter().enumerate() {
+                let (i, b) = (first + (k * BLOCK + j) as u64, b as i8);
+                if b == t && self.settle(i, WON) {
+                    work.stack.push((index.unrank(n, i), true));
+                    settled += 1;
+                } else if b == -t {
+                    self.state.change(i, |s| s == OPEN_NOT, OPEN);
+                    work.checks.push(Check::new(i, index.unrank(n, i)));
+                }
+            }
+            if work.checks.len() >= BATCH {
+                settled += self.check_p::<P>(work);
+            }
+            if !work.stack.is_empty() {
+                settled += self.drain_p::<P>(work);
+            }
+        }
+        settled += self.check_p::<P>(work);
+        settled + self.drain_p::<P>(work)
+    }
+
+    /// Settles lost the positions of `work.checks` still open to a loss whose in-level
+    /// children are all won, onto `work.stack`, and empties the checks. As the compact
+    /// state's checks (DESIGN.md section 5.2), in rounds: each check's next child is ranked
+    /// and prefetched, then, once every check has its own, the children are read; a check
+    /// whose child is won goes on to the next round, one with no child left is lost. So the
+    /// cache misses of a round overlap, and a check stops at its first child not won.
+    /// Returns the positions it settled.
+    fn check_p<const P: usize>(&self, work: &mut Work) -> u64 {
+        let (index, n, state) = (self.index, self.n, self.state);
+        let Work {
+            stack,
+            checks,
+            next,
+        } = work;
+        checks.retain(|c| state.get(c.i) == OPEN);
+        let mut settled = 0;
+        while !checks.is_empty() {
+            next.clear();
+            for c in checks.iter() {
+                let mut found = None;
+                for_each_stay_p::<P>(&c.board, self.rules, c.from as usize, |o, child| {
+                    found = Some((o, index.rank_in_p::<P>(child, n)));
+                    false
+                });
+                match found {
+                    Some((o, ci)) => {
+                        state.prefetch(ci);
+                        next.push(Check {
+                            from: o as u8 + 1,
+                            child: ci,
+                            ..*c
+                        });
+                    }
+                    None => {
+                        if self.settle(c.i, LOST) {
+                            stack.push((c.board, false));
+                            settled += 1;
+                        }
+                    }
+                }
+            }
+            checks.clear();
+            checks.extend(next.iter().filter(|c| state.get(c.child) == WON));
+        }
+        settled
+    }
+
     /// Settles position `i` as `to` (won or lost) if it is unsettled (and, to lose it,
     /// open to a loss); whether this call did.
     fn settle(&self, i: u64, to: u64) -> bool {
@@ -235,35 +433,13 @@ impl Pass<'_> {
         done
     }
 
-    /// Whether every in-level child of `board` is won for its side to move.
-    fn lost_now(&self, board: &Board) -> bool {
-        with_pits!(board.pits_per_side(), P => self.lost_now_p::<P>(board))
-    }
-
-    /// [`Pass::lost_now`] with the pits per side known at compile time.
-    #[inline(always)]
-    fn lost_now_p<const P: usize>(&self, board: &Board) -> bool {
-        let (index, n, state) = (self.index, self.n, self.state);
-        let mut all = true;
-        for_each_stay_p::<P>(board, self.rules, 0, |_, child| {
-            all = state.get(index.rank_in_p::<P>(child, n)) == WON;
-            all
-        });
-        all
-    }
-
-    /// Settles what the positions on `stack` (settled, `true` when won) lead to, until none
-    /// is left: a lost position's unsettled predecessors are won; a won position's
-    /// predecessors open to a loss are lost if every in-level child of theirs is won.
-    /// Returns the positions it settled.
-    fn drain(&self, stack: &mut Vec<(Board, bool)>) -> u64 {
-        with_pits!(self.index.pits_per_side(), P => self.drain_p::<P>(stack))
-    }
-
-    /// [`Pass::drain`] with the pits per side known at compile time: predecessors ranked
-    /// near the board they are un-sown from, as the fast state's are (DESIGN.md section
-    /// 5.2), and a long cascade split with another thread.
-    fn drain_p<const P: usize>(&self, stack: &mut Vec<(Board, bool)>) -> u64 {
+    /// Settles what the positions on `work.stack` (settled, `true` when won) lead to,
+    /// until none is left: a lost position's unsettled predecessors are won; a won
+    /// position's predecessors open to a loss are checked ([`Pass::check_p`]), and lost if
+    /// every in-level child of theirs is won. Predecessors ranked near the board they are
+    /// un-sown from, as the fast state's are (DESIGN.md section 5.2), and a long cascade
+    /// split with another thread. Returns the positions it settled.
+    fn drain_p<const P: usize>(&self, work: &mut Work) -> u64 {
         let (index, n) = (self.index, self.n);
         let made = &mut RankBase::default();
         let mut settled = 0;
@@ -271,16 +447,19 @@ impl Pass<'_> {
         // updated once the whole batch is generated: a random read of the state is a cache
         // miss, and a batch's work overlaps them.
         let mut preds: Vec<(u64, Board, bool)> = Vec::new();
-        while !stack.is_empty() {
-            if stack.len() >= SPLIT_AT {
-                let mut half = stack.split_off(stack.len() / 2);
+        while !work.stack.is_empty() {
+            if work.stack.len() >= SPLIT_AT {
+                let mut half = Work {
+                    stack: work.stack.split_off(work.stack.len() / 2),
+                    ..Work::default()
+                };
                 let (a, b) =
-                    rayon::join(|| self.drain_p::<P>(&mut half), || self.drain_p::<P>(stack));
+                    rayon::join(|| self.drain_p::<P>(&mut half), || self.drain_p::<P>(work));
                 return settled + a + b;
             }
             preds.clear();
-            for _ in 0..stack.len().min(BATCH) {
-                let (board, won) = stack.pop().unwrap();
+            for _ in 0..work.stack.len().min(BATCH) {
+                let (board, won) = work.stack.pop().unwrap();
                 let base_of = |base: &Board, opp_empty: u64, out: &mut RankBase| {
                     index.rank_base_p::<P>(base, opp_empty, n, out)
                 };
@@ -299,16 +478,16 @@ impl Pass<'_> {
                 );
             }
             for &(qi, q, won) in &preds {
-                let now = if !won {
-                    self.settle(qi, WON)
-                } else {
-                    self.state.get(qi) == OPEN && self.lost_now_p::<P>(&q) && self.settle(qi, LOST)
-                };
-                if now {
-                    stack.push((q, !won));
-                    settled += 1;
+                if !won {
+                    if self.settle(qi, WON) {
+                        work.stack.push((q, true));
+                        settled += 1;
+                    }
+                } else if self.state.get(qi) == OPEN {
+                    work.checks.push(Check::new(qi, q));
                 }
             }
+            settled += self.check_p::<P>(work);
         }
         settled
     }
@@ -319,7 +498,8 @@ mod tests {
     use super::*;
 
     /// Every level of small boards, both rule sets, solved with the lean state from the
-    /// true lower levels: the values of the fast state, byte for byte.
+    /// true lower levels, read at random and as streams (in windows): the values of the
+    /// fast state, byte for byte.
     #[test]
     fn lean_levels_are_the_fast_ones() {
         for rules in [Rules::Awari, Rules::Oware] {
@@ -330,16 +510,48 @@ mod tests {
                 let dir = tempfile::tempdir().unwrap();
                 let bar = LevelBar::new(false, 0, 0, "");
                 for n in 0..=top {
-                    let (got, _) =
-                        solve_lean(rules, &index, n, &all[..n], dir.path(), &bar).unwrap();
-                    assert!(
-                        got[..] == truth[n][..],
-                        "{rules} P={pits} level {n}: lean differs"
-                    );
+                    let below = &all[..n];
+                    let random = |f: &File| exits_random(rules, &index, n, below, f, &bar);
+                    let part = Partition {
+                        comm: &crate::solve::comm::Solo,
+                        rules,
+                        index: &index,
+                        n,
+                        mine: 0..index.level_size(n),
+                        progress: &bar,
+                    };
+                    let stream = |f: &File| exits_stream(&part, below, f);
+                    let (a, _) = solve_lean(rules, &index, n, dir.path(), &bar, random).unwrap();
+                    let (b, _) = solve_lean(rules, &index, n, dir.path(), &bar, stream).unwrap();
+                    for (file, how) in [(a, "random"), (b, "stream")] {
+                        let mut got = vec![0u8; truth[n].len()];
+                        file.read_exact_at(&mut got, 0).unwrap();
+                        assert!(
+                            got == truth[n],
+                            "{rules} P={pits} level {n}: lean ({how}) differs"
+                        );
+                    }
                 }
                 // Nothing left behind.
                 assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
             }
+        }
+    }
+
+    /// A level's windows: three eighths of a byte per position at most, four for a large
+    /// level, one for none.
+    #[test]
+    fn windows_keep_to_the_budget() {
+        assert_eq!(lean_windows(StateKind::Compact, 1 << 30), 4);
+        assert_eq!(lean_windows(StateKind::Fast, 1 << 30), 6);
+        assert_eq!(lean_windows(StateKind::Compact, 0), 1);
+        for len in [1u64, 7, 64, 1000, 123_457] {
+            let count = lean_windows(StateKind::Compact, len);
+            let widest = StateKind::Compact.bytes(len.div_ceil(count as u64));
+            assert!(
+                widest * 8 <= len * 3 || count as u64 >= len,
+                "{len}: {count}"
+            );
         }
     }
 }

@@ -50,8 +50,8 @@ pub(crate) use fast::Fast;
 pub use forward::ROUND;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
-pub(crate) use forward::{forward_pass, forward_stream, Forwarded};
-pub(crate) use lean::solve_lean;
+pub(crate) use forward::{forward_pass, forward_stream, Forwarded, Window};
+pub(crate) use lean::{exits_random, exits_stream, solve_lean};
 pub(crate) use rounds::{backward_pass, NoSaves, Partition, Saves, Stage};
 pub use rounds::{SEGMENT, SEGMENT_SHIFT};
 pub(crate) use state::State;

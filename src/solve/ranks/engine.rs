@@ -10,7 +10,7 @@ use crate::solve::comm::Comm;
 use crate::solve::level::message;
 use crate::solve::level::{
     backward_pass, forward_stream, Compact, Fast, NoSaves, Partition, Settle, Stage, StateKind,
-    COMPACT_MAX_SEEDS,
+    Window, COMPACT_MAX_SEEDS,
 };
 use crate::util::LevelBar;
 
@@ -72,7 +72,7 @@ fn solve_with<E: Settle, M: Comm, S: Stream + ?Sized, T>(
         mine: crate::db::layout::slice(index.level_size(n), comm.size(), comm.rank()),
         progress: &bar,
     };
-    let f0 = forward_stream::<E, M, S>(&part, lower)?;
+    let f0 = forward_stream::<E, M, S>(&part, lower, Window::WHOLE)?;
     let from = Stage::start(n);
     let (mut state, _) = backward_pass(&part, f0.state, f0.present, f0.forward, from, &mut NoSaves);
     Ok(f(state.finish()))
