@@ -1,9 +1,9 @@
 //! Checkpoints inside a level (DESIGN.md section 5.5): `awari build` killed with SIGKILL
 //! at moments inside a level (in its forward pass, while a checkpoint is being written,
 //! between thresholds, late in its backward pass) and run again resumes from its last
-//! checkpoint and writes the bytes a build without checkpoints writes, in both states and
-//! under both rule sets; a truncated, changed or foreign checkpoint is refused in one line
-//! and the level built afresh.
+//! checkpoint and writes the bytes a build without checkpoints writes, in the three states
+//! and under both rule sets; a truncated, changed or foreign checkpoint, or a lean one
+//! whose files were changed, is refused in one line and the level built afresh.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -103,7 +103,8 @@ fn checkpoints(dir: &Path) -> (Vec<(u8, String)>, Vec<String>) {
 /// checkpoints it left, or `None` if the level finished first.
 fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<u8>> {
     let mut args = build_args(root.to_str().unwrap(), rules, state, "0s");
-    if let Moment::Forward = moment {
+    let lean = state == "lean";
+    if let (Moment::Forward, false) = (moment, lean) {
         // A spilled state's file is open (and nameless) from the start of the forward
         // pass, which lasts tens of milliseconds here: seen in /proc, it says the pass
         // has begun whatever the machine's speed.
@@ -129,7 +130,13 @@ fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<
                     whole.is_empty(),
                     "{rules} {state}: a checkpoint before the kill"
                 );
-                spilling(child.id(), LEVEL)
+                if lean {
+                    // The lean state's named files are made at the forward pass's start,
+                    // and its first checkpoint at its end.
+                    lean_files(&dir).iter().all(|f| f.exists())
+                } else {
+                    spilling(child.id(), LEVEL)
+                }
             }
             Moment::Writing => !tmp.is_empty() && !whole.is_empty(),
             Moment::After(t) => whole.first().is_some_and(|&(k, _)| k <= t),
@@ -142,6 +149,11 @@ fn kill_at(root: &Path, rules: &str, state: &str, moment: Moment) -> Option<Vec<
     child.kill().unwrap();
     child.wait().unwrap();
     Some(checkpoints(&dir).0.iter().map(|&(t, _)| t).collect())
+}
+
+/// The lean state's named files of level `LEVEL` in `dir` (DESIGN.md section 4.5).
+fn lean_files(dir: &Path) -> [PathBuf; 2] {
+    ["exits", "values"].map(|f| dir.join(format!("level-{LEVEL:03}.{f}")))
 }
 
 /// Whether process `pid` holds level `n`'s spill file open: it is in that level's forward
@@ -211,6 +223,7 @@ fn kill_and_resume(
             "{rules} {state} {moment:?}: level {LEVEL} differs"
         );
         assert_eq!(checkpoints(&dir), (vec![], vec![]), "{moment:?}");
+        assert!(lean_files(&dir).iter().all(|f| !f.exists()), "{moment:?}");
         if let Moment::After(t) = moment {
             assert!(
                 left.first().is_some_and(|&f| f <= t),
@@ -259,7 +272,8 @@ impl Drop for Tmpfs {
 mod slow {
     use super::*;
 
-    /// Twelve kills over both rule sets and both states.
+    /// Sixteen kills over both rule sets and the three states (the lean state's header is
+    /// written too fast to be caught while it is).
     #[test]
     fn killed_builds_resume_to_the_same_bytes() {
         let tmp = tempfile::tempdir().unwrap();
@@ -270,11 +284,14 @@ mod slow {
             Moment::After(3),
         ];
         let some = [Moment::Forward, Moment::After(3)];
+        let lean = [Moment::Forward, Moment::After(12), Moment::After(3)];
         for (rules, state, moments) in [
             ("awari", "fast", &all[..]),
             ("oware", "compact", &all[..]),
             ("awari", "compact", &some[..]),
             ("oware", "fast", &some[..]),
+            ("awari", "lean", &lean[..]),
+            ("oware", "lean", &some[..]),
         ] {
             let (want, from) =
                 reference(&tmp.path().join(format!("{rules}-{state}")), rules, state);
@@ -376,6 +393,38 @@ mod slow {
             let got = std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap();
             assert!(got == want, "{case}: level {LEVEL} differs");
             assert_eq!(checkpoints(&dir), (vec![], vec![]), "{case}");
+        }
+        // A lean checkpoint whose values file was changed, or whose exits file is gone.
+        for case in ["values changed", "exits gone"] {
+            let root = below(tmp.path(), &format!("lean {case}"), "awari", &from);
+            let left = kill_at(&root, "awari", "lean", Moment::After(10)).unwrap();
+            assert!(!left.is_empty(), "{case}");
+            let dir = db(&root, "awari");
+            let [exits, values] = lean_files(&dir);
+            if case == "exits gone" {
+                std::fs::remove_file(&exits).unwrap();
+            } else {
+                let mut bytes = std::fs::read(&values).unwrap();
+                let k = bytes.len() / 3;
+                bytes[k] ^= 0x40;
+                std::fs::write(&values, &bytes).unwrap();
+            }
+            let (line, warnings) = resume(&root, "awari", "lean");
+            assert_eq!(warnings.len(), 1, "{case}: {warnings:?}");
+            let said = if case == "exits gone" {
+                "level-017.exits"
+            } else {
+                "the lean state's files are damaged"
+            };
+            assert!(
+                warnings[0].contains("refused") && warnings[0].contains(said),
+                "{case}: {warnings:?}"
+            );
+            assert!(!line.contains("resumed"), "{case}: {line}");
+            let got = std::fs::read(dir.join(format!("level-{LEVEL:03}.awl"))).unwrap();
+            assert!(got == want, "{case}: level {LEVEL} differs");
+            assert_eq!(checkpoints(&dir), (vec![], vec![]), "{case}");
+            assert!(lean_files(&dir).iter().all(|f| !f.exists()), "{case}");
         }
     }
 

@@ -166,6 +166,12 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
                 .into(),
         );
     }
+    if levels.iter().any(|l| l.scratch > 0) {
+        out.push(
+            "lean: the lean state keeps its best exits and values in two files beside the level, 2 bytes a position, counted under checkpoints (a lean checkpoint is a header over them)"
+                .into(),
+        );
+    }
     out.push(format!(
         "rate: {:.0} positions/s/thread ({rate_from}), falling as {}; pack ratio {ratio:.2} ({ratio_from})",
         rate.per_thread,
@@ -210,7 +216,7 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
             bytes(l.packed),
             bytes(l.raw_so_far),
             bytes(l.packed_so_far),
-            bytes(l.checkpoints),
+            bytes(l.checkpoints + l.scratch),
             duration(l.seconds.unwrap_or(0.0)),
             fits(l, &machine),
         ));
@@ -220,7 +226,11 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
     let seconds: f64 = levels.iter().filter_map(|l| l.seconds).sum();
     let last = levels.last().expect("level 0 at least");
     let peak = levels.iter().map(|l| l.memory()).max().unwrap_or(0);
-    let ckpt = levels.iter().map(|l| l.checkpoints).max().unwrap_or(0);
+    let ckpt = levels
+        .iter()
+        .map(|l| l.checkpoints + l.scratch)
+        .max()
+        .unwrap_or(0);
     let ckpt = if ckpt > 0 {
         format!(", and up to {} of checkpoints", bytes(ckpt))
     } else {
@@ -312,7 +322,7 @@ fn advise(
                 bytes(
                     levels
                         .iter()
-                        .map(|l| l.packed_so_far + l.checkpoints)
+                        .map(|l| l.packed_so_far + l.checkpoints + l.scratch)
                         .max()
                         .unwrap_or(0)
                 )

@@ -72,12 +72,13 @@ enum StateArg {
     /// 1.125 bytes a position: a loss confirmed by generating the position's moves again;
     /// levels up to 56 seeds.
     Compact,
-    /// 0.25 bytes a position (two bits), the best exits and the values so far on disk,
-    /// read in index order once per threshold; the lower levels read at random, one
-    /// process, no checkpoint (a first step: slower than compact).
+    /// 0.25 bytes a position (two bits), the best exits and the values so far in two files
+    /// beside the level (2 bytes a position), read in index order once per threshold; with
+    /// --lower stream about 3 bits a position in all. Two to three times compact's time;
+    /// one process.
     Lean,
-    /// Fast where it fits the memory available, compact where it does not (over MPI
-    /// ranks: compact where any rank's slice does not fit its share of its node).
+    /// Fast where it fits the memory available, else compact, else lean (over MPI ranks:
+    /// compact where any rank's slice does not fit its share of its node).
     Auto,
 }
 

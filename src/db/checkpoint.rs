@@ -10,6 +10,12 @@
 //! map and the state's bytes, checksummed in 32 MiB pieces so that threads compute the
 //! checksum at once. A checkpoint is written under a temporary name, synced and renamed
 //! into place: a kill leaves the previous one whole.
+//!
+//! The lean state's checkpoint (encoding 3, DESIGN.md section 5.6) is the header alone:
+//! the state is the two files the lean state keeps anyway, `level-NNN.exits` and
+//! `level-NNN.values` ([`lean_paths`]), and the header's checksum is theirs as they stand
+//! when every threshold above `TT` is done ([`lean_checksum`]), which later passes do
+//! not change.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -20,7 +26,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::db::raw::{Header, TmpFile, PAYLOAD_OFFSET};
 use crate::error::{Error, Result};
 use crate::game::rules::Rules;
-use crate::util::{disk_available, read_exact_at_parallel};
+use crate::util::{disk_available, read_exact_at_parallel, CHUNK};
 
 /// The magic of a checkpoint.
 pub const MAGIC: [u8; 8] = *b"AWARICKP";
@@ -65,7 +71,7 @@ pub struct CheckpointHeader {
     pub base: u64,
     /// Positions held.
     pub held: u64,
-    /// The state's encoding: 1 fast, 2 compact.
+    /// The state's encoding: 1 fast, 2 compact, 3 lean (the header alone, its files beside).
     pub encoding: u8,
     /// The next threshold to run: every threshold above it is done.
     pub next: u8,
@@ -191,7 +197,7 @@ impl CheckpointHeader {
             checksum: level.checksum,
         };
         let bad = |problem: String| Err(Error::format(path, problem));
-        if !(1..=2).contains(&head.encoding) {
+        if !(1..=3).contains(&head.encoding) {
             return bad(format!("unknown state encoding {}", head.encoding));
         }
         if head.next as usize > head.seeds || head.next == 0 {
@@ -387,13 +393,83 @@ pub fn checkpoint_room(dir: &Path, older: &[(CheckpointAt, PathBuf)], need: u64)
     }
 }
 
-/// Removes every checkpoint of level `n` of `part` in `dir` (the level is done, or its
-/// checkpoints are not to be used).
+/// Removes every checkpoint of level `n` of `part` in `dir`, and the lean state's files
+/// (the level is done, or its checkpoints are not to be used).
 pub fn remove_checkpoints(dir: &Path, n: usize, part: SliceOf) -> Result<()> {
     for (_, path) in list_checkpoints(dir, n, part)? {
         fs::remove_file(&path).map_err(|e| Error::io(&path, e))?;
     }
+    for path in lean_paths(dir, n, part) {
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&path, e)),
+            _ => {}
+        }
+    }
     Ok(())
+}
+
+/// The lean state's files of level `n` of `part` in `dir`, named when it is checkpointed:
+/// its best exits and its values so far (DESIGN.md section 5.6), `level-NNN.exits` and
+/// `level-NNN.values` (over ranks `level-NNN.RofS.exits` and `.values`).
+pub fn lean_paths(dir: &Path, n: usize, part: SliceOf) -> [PathBuf; 2] {
+    let stem = if part == SliceOf::WHOLE {
+        format!("level-{n:03}")
+    } else {
+        format!("level-{n:03}.{}of{}", part.rank, part.ranks)
+    };
+    [
+        dir.join(format!("{stem}.exits")),
+        dir.join(format!("{stem}.values")),
+    ]
+}
+
+/// The checksum of the lean state's files of `len` positions once every threshold above
+/// `next` is done: the exits, and the values with those of thresholds `next` and below
+/// (which a pass after the checkpoint may have written, and resuming clears) read as 0.
+/// Each piece of [`CHUNK`] positions hashed apart by the rayon threads.
+pub fn lean_checksum(exits: &File, values: &File, len: u64, next: u8) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let hashes: Vec<[u64; 2]> = (0..len.div_ceil(CHUNK))
+        .into_par_iter()
+        .map_init(
+            || (Vec::new(), Vec::new()),
+            |(b, v): &mut (Vec<u8>, Vec<u8>), c| {
+                let at = c * CHUNK;
+                let piece = CHUNK.min(len - at) as usize;
+                b.resize(piece, 0);
+                v.resize(piece, 0);
+                exits.read_exact_at(b, at)?;
+                values.read_exact_at(v, at)?;
+                for x in v.iter_mut() {
+                    if (*x as i8).unsigned_abs() <= next {
+                        *x = 0;
+                    }
+                }
+                Ok([xxh3_64(b), xxh3_64(v)])
+            },
+        )
+        .collect::<std::io::Result<_>>()?;
+    let bytes: Vec<u8> = hashes
+        .iter()
+        .flatten()
+        .flat_map(|h| h.to_le_bytes())
+        .collect();
+    Ok(xxh3_64(&bytes))
+}
+
+/// Writes the header of a lean checkpoint to `path` (its checksum [`lean_checksum`]'s,
+/// its state's files synced first), under a temporary name, synced and renamed into
+/// place.
+pub fn write_lean_checkpoint(path: &Path, head: CheckpointHeader) -> Result<()> {
+    let head = CheckpointHeader {
+        encoding: 3,
+        map_bytes: 0,
+        state_bytes: 0,
+        ..head
+    };
+    let mut file = TmpFile::create(path)?;
+    file.write(&[0u8; PAYLOAD_OFFSET])?;
+    file.finish(&[&head.encode()])
 }
 
 /// The payload checksum of `parts` (see the module), computed by the rayon threads.

@@ -9,13 +9,16 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::db::checkpoint::{
-    checkpoint_need, checkpoint_path, checkpoint_room, list_checkpoints, remove_checkpoints,
-    Checkpoint, CheckpointAt, CheckpointHeader, CheckpointRoom, SliceOf,
+    checkpoint_need, checkpoint_path, checkpoint_room, lean_checksum, lean_paths, list_checkpoints,
+    remove_checkpoints, write_lean_checkpoint, Checkpoint, CheckpointAt, CheckpointHeader,
+    CheckpointRoom, SliceOf,
 };
 use crate::error::Error;
 use crate::game::rules::Rules;
 use crate::solve::comm::Comm;
-use crate::solve::level::{PhaseTimes, Saves, Settle, Stage, State, StateKind, SEGMENT_SHIFT};
+use crate::solve::level::{
+    LeanFiles, LeanSaves, PhaseTimes, Saves, Settle, Stage, State, StateKind, SEGMENT_SHIFT,
+};
 use crate::util::{bytes, clock_utc, LevelBar};
 
 /// Which level's checkpoints, of which positions, where, and how often.
@@ -206,6 +209,65 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
         Ok(loaded.ok())
     }
 
+    /// The lean state's files that `checkpoint` ([`Checkpoints::take_up`] chose it) stands
+    /// for, opened and checked against its checksum on every rank; `None` if any rank's
+    /// are missing or damaged: then every checkpoint of the level is removed, with its
+    /// files, and it starts afresh.
+    pub(crate) fn open_lean(
+        &mut self,
+        checkpoint: Checkpoint,
+    ) -> crate::error::Result<Option<LeanFiles>> {
+        let at = self.resumed.expect("taken up");
+        let path = checkpoint_path(self.dir, self.n, at, self.part());
+        let held = self.mine.end - self.mine.start;
+        let opened = (|| {
+            let [exits, values] = lean_paths(self.dir, self.n, self.part()).map(|p| {
+                let file = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(&p)
+                    .map_err(|e| Error::io(&p, e))?;
+                let len = file.metadata().map_err(|e| Error::io(&p, e))?.len();
+                if len != held {
+                    let problem = format!("holds {len} bytes, the level's positions are {held}");
+                    return Err(Error::format(&p, problem));
+                }
+                Ok(file)
+            });
+            let files = LeanFiles {
+                exits: exits?,
+                values: values?,
+            };
+            let sum = lean_checksum(&files.exits, &files.values, held, at.next)
+                .map_err(|e| Error::io(&path, e))?;
+            if sum != checkpoint.head.checksum {
+                return Err(Error::format(
+                    &path,
+                    format!(
+                        "the lean state's files are damaged (checksum {sum:016x}, the header \
+                         says {:016x})",
+                        checkpoint.head.checksum
+                    ),
+                ));
+            }
+            Ok(files)
+        })();
+        if let Err(e) = &opened {
+            (self.warn)(&format!(
+                "level {}: checkpoint {} refused ({}); the level starts afresh",
+                self.n,
+                path.display(),
+                e.one_line()
+            ));
+        }
+        if self.comm.sum(opened.is_err() as u64) > 0 {
+            self.resumed = None;
+            self.remove_all()?;
+            return Ok(None);
+        }
+        Ok(opened.ok())
+    }
+
     /// Whether this rank's interval is up.
     fn due_here(&self) -> bool {
         self.every.is_some_and(|every| self.last.elapsed() >= every)
@@ -285,6 +347,53 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
             let _ = std::fs::remove_file(&path);
         }
         // The interval counts from the end of the save: a save is not work done.
+        self.last = Instant::now();
+    }
+}
+
+impl<M: Comm> LeanSaves for Checkpoints<'_, M> {
+    fn due(&mut self) -> bool {
+        self.every.is_some() && self.comm.sum(self.due_here() as u64) > 0
+    }
+
+    /// Saves a lean checkpoint: the state's files synced, then a header with their
+    /// checksum (DESIGN.md section 5.6). No disk beyond the header: the files are the lean
+    /// state's own. Once every rank's is written, the older ones go; if any rank could not
+    /// write its own, the new ones go instead.
+    fn save(&mut self, files: &LeanFiles, next: u8, times: PhaseTimes) {
+        let (comm, dir, n, part) = (self.comm, self.dir, self.n, self.part());
+        let at = CheckpointAt::threshold(next);
+        let held = self.mine.end - self.mine.start;
+        let older = list_checkpoints(dir, n, part).unwrap_or_default();
+        let path = checkpoint_path(dir, n, at, part);
+        let written = (|| {
+            let io = |e| Error::io(&path, e);
+            files.exits.sync_data().map_err(io)?;
+            files.values.sync_data().map_err(io)?;
+            let checksum = lean_checksum(&files.exits, &files.values, held, next).map_err(io)?;
+            let head = CheckpointHeader {
+                checksum,
+                ..self.header(at, 0, times)
+            };
+            write_lean_checkpoint(&path, head)
+        })();
+        if let Err(e) = &written {
+            (self.warn)(&not_written(n, e));
+        }
+        if comm.sum(written.is_ok() as u64) == comm.size() as u64 {
+            for (a, p) in older {
+                if at.beyond(a) {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            self.written += 1;
+            if let Some(bar) = self.progress {
+                let when = clock_utc(SystemTime::now());
+                bar.note(&format!("solving, saved {when} at {at}"));
+            }
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
         self.last = Instant::now();
     }
 }

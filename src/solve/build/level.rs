@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::{Builder, Solved, Target};
-use crate::db::checkpoint::{list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt};
+use crate::db::checkpoint::{
+    lean_paths, list_checkpoints, remove_checkpoints, Checkpoint, CheckpointAt,
+};
 use crate::db::layout::{level_path, packed_path, Expect};
 use crate::db::model::Model;
 use crate::db::pack::{pack_payload, PackOptions};
@@ -21,7 +23,8 @@ use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::{together, Comm};
 use crate::solve::level::{
     backward_pass, exits_random, exits_stream, forward_pass, forward_stream, solve_lean, Compact,
-    Fast, Forwarded, Lower, Outcomes, Partition, Settle, Stage, StateKind, Window,
+    Fast, Forwarded, LeanFiles, Lower, Outcomes, Partition, PhaseTimes, Settle, Stage, StateKind,
+    Window,
 };
 use crate::solve::plan::{
     check_level_fits, check_slice_fits, slice_way, way, LevelMemory, LevelMethod, LowerHeld,
@@ -35,7 +38,7 @@ impl<M: Comm> Builder<'_, M> {
     /// checkpoint an earlier build left of it if there is a good one, else from its start.
     pub(super) fn build_level(&mut self, n: usize) -> Result<Solved> {
         if let Some((solved, values)) = self.resume_level(n)? {
-            self.finish_level(n, Values::Held(values), Lower::Stream)?;
+            self.finish_level(n, values, Lower::Stream)?;
             return Ok(solved);
         }
         let way = self.method(n)?;
@@ -122,7 +125,7 @@ impl<M: Comm> Builder<'_, M> {
             Lower::Random => self.random_room(n),
             Lower::Stream => LowerHeld { lower: 0, held: 0 },
         };
-        check_level_fits(&self.dir, n, held, state, spill, opts.pack, room)
+        check_level_fits(&self.dir, n, held, state, lower, spill, opts.pack, room)
     }
 
     /// What level `n`'s lower levels take, read at random: the bytes of those it reads,
@@ -158,7 +161,7 @@ impl<M: Comm> Builder<'_, M> {
     /// Level `n` taken up from the furthest good checkpoint of it that every rank holds, if
     /// any: what solving it gave, and its values ([`Checkpoints::take_up`] says which
     /// checkpoints are refused, and which kept for later).
-    pub(super) fn resume_level(&mut self, n: usize) -> Result<Option<(Solved, HugeBuf)>> {
+    pub(super) fn resume_level(&mut self, n: usize) -> Result<Option<(Solved, Values)>> {
         let none_here = list_checkpoints(&self.dir, n, self.part())?.is_empty();
         if self.comm.sum(none_here as u64) == self.comm.size() as u64 {
             return Ok(None);
@@ -174,10 +177,11 @@ impl<M: Comm> Builder<'_, M> {
         let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
         // The backward pass reads no lower level.
         self.lower.let_go_all();
+        let held = |r: Option<(HugeBuf, Solved)>| r.map(|(v, s)| (Values::Held(v), s));
         let resumed = match state {
-            StateKind::Fast => self.resume::<Fast>(n, checkpoint)?,
-            StateKind::Compact => self.resume::<Compact>(n, checkpoint)?,
-            StateKind::Lean => unreachable!("no checkpoint holds the lean state"),
+            StateKind::Fast => held(self.resume::<Fast>(n, checkpoint)?),
+            StateKind::Compact => held(self.resume::<Compact>(n, checkpoint)?),
+            StateKind::Lean => self.resume_lean(n, checkpoint)?,
         };
         Ok(resumed.map(|(values, solved)| {
             let way = LevelMethod {
@@ -301,16 +305,21 @@ impl<M: Comm> Builder<'_, M> {
     }
 
     /// Solves level `n` with the lean state (DESIGN.md section 5.6), reading the lower
-    /// levels as `lower` says: its values (in a file), and what solving it gave.
+    /// levels as `lower` says: its values (in a file), and what solving it gave. With
+    /// checkpoints, its files are named beside the level, and a checkpoint is the header
+    /// that says where they stand.
     fn solve_lean(&mut self, n: usize, lower: Lower) -> Result<(Values, Solved)> {
-        let (rules, index, dir) = (self.opts.rules, &self.index, &self.dir);
+        let (rules, index) = (self.opts.rules, &self.index);
         let size = index.level_size(n);
         let bar = LevelBar::new(self.opts.progress, size * 2, n, "solving");
-        let (file, phases) = match lower {
+        let files = self.lean_files(n)?;
+        let mut checkpoints = self.checkpoints(n, Some(&bar));
+        let saves = &mut checkpoints;
+        let phases = match lower {
             Lower::Random => {
                 let below = self.lower.below(n);
                 let forward = |f: &fs::File| exits_random(rules, index, n, &below[..], f, &bar);
-                solve_lean(rules, index, n, dir, &bar, forward)?
+                solve_lean(rules, index, n, &files, &bar, None, forward, saves)?
             }
             Lower::Stream => {
                 let part = Partition {
@@ -321,15 +330,18 @@ impl<M: Comm> Builder<'_, M> {
                     mine: self.mine(n),
                     progress: &bar,
                 };
-                let forward = |f: &fs::File| exits_stream(&part, &self.lower, f);
-                let solved = solve_lean(rules, index, n, dir, &bar, forward)?;
-                // The stream read the lower levels' files: let their pages go.
-                self.lower.release();
-                solved
+                let forward = |f: &fs::File| {
+                    let made = exits_stream(&part, &self.lower, f);
+                    // The stream read the lower levels' files: let their pages go.
+                    self.lower.release();
+                    made
+                };
+                solve_lean(rules, index, n, &files, &bar, None, forward, saves)?
             }
         };
         bar.finish();
-        let values = Values::File(file, size);
+        let checkpoints = checkpoints.written;
+        let values = Values::File(files.values, size);
         let solved = Solved {
             phases,
             stats: values.outcomes()?,
@@ -338,9 +350,81 @@ impl<M: Comm> Builder<'_, M> {
                 lower,
             },
             resumed: None,
-            checkpoints: 0,
+            checkpoints,
         };
         Ok((values, solved))
+    }
+
+    /// The lean state's files for level `n` from its start: named beside the level where
+    /// it is checkpointed (emptied), else unnamed there.
+    fn lean_files(&self, n: usize) -> Result<LeanFiles> {
+        let [exits, values] = lean_paths(&self.dir, n, self.part());
+        if self.opts.checkpoint_every.is_none() {
+            return Ok(LeanFiles {
+                exits: unnamed_file(&exits)?,
+                values: unnamed_file(&values)?,
+            });
+        }
+        let create = |p: &std::path::Path| {
+            fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(p)
+                .map_err(|e| Error::io(p, e))
+        };
+        Ok(LeanFiles {
+            exits: create(&exits)?,
+            values: create(&values)?,
+        })
+    }
+
+    /// Level `n` taken up with the lean state from `checkpoint`: its values and what
+    /// solving gave; `None` if its files are missing or damaged (then the level starts
+    /// afresh).
+    fn resume_lean(&self, n: usize, checkpoint: Checkpoint) -> Result<Option<(Values, Solved)>> {
+        let (rules, index) = (self.opts.rules, &self.index);
+        let head = checkpoint.head;
+        let size = index.level_size(n);
+        let bar = LevelBar::new(self.opts.progress, size * 2, n, "resuming");
+        let mut checkpoints = self.checkpoints(n, Some(&bar));
+        checkpoints.resumed = Some(CheckpointAt::threshold(head.next));
+        let opened = checkpoints.open_lean(checkpoint);
+        let what = format!("could not take level {n}'s checkpoints up");
+        let Some(files) = together(self.comm, opened, &what)? else {
+            return Ok(None);
+        };
+        bar.phase("solving", size);
+        let times = PhaseTimes {
+            forward: Duration::from_nanos(head.forward_ns),
+            backward: Duration::from_nanos(head.backward_ns),
+        };
+        let at = Some((head.next, times));
+        let no_forward = |_: &fs::File| -> Result<()> { unreachable!("resumed after it") };
+        let phases = solve_lean(
+            rules,
+            index,
+            n,
+            &files,
+            &bar,
+            at,
+            no_forward,
+            &mut checkpoints,
+        )?;
+        bar.finish();
+        let values = Values::File(files.values, size);
+        let solved = Solved {
+            phases,
+            stats: values.outcomes()?,
+            way: LevelMethod {
+                state: StateKind::Lean,
+                lower: Lower::Stream,
+            },
+            resumed: checkpoints.resumed,
+            checkpoints: checkpoints.written,
+        };
+        Ok(Some((values, solved)))
     }
 
     /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its

@@ -233,7 +233,8 @@ fn solve_saved(
                         Builder::new(comm, &opts, index, dir.clone(), Target::Slices(part), &warn)
                             .unwrap();
                     let (values, solved) = match b.resume_level(n).unwrap() {
-                        Some((solved, values)) => (values, solved),
+                        Some((solved, Values::Held(values))) => (values, solved),
+                        Some(_) => unreachable!("the fast and compact states hold their values"),
                         None => {
                             b.lower.open_for_stream(n, n).unwrap();
                             let solved = match kind {

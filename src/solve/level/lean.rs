@@ -18,19 +18,18 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 use std::sync::atomic::{
     AtomicBool, AtomicU64,
     Ordering::{Relaxed, SeqCst},
 };
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
 use super::forward::{forward_stream, Window};
-use super::rounds::Partition;
+use super::rounds::{NoSaves, Partition};
 use super::state::{exit_and_stay, Encoding};
-use super::{Compact, Fast, PhaseTimes, StateKind, COMPACT_MAX_SEEDS};
+use super::{lean_window_kind, lean_windows, Compact, Fast, PhaseTimes, StateKind};
 use crate::db::layout::largest_slice;
 use crate::error::{Error, Result};
 use crate::game::index::{Index, RankBase};
@@ -38,7 +37,7 @@ use crate::game::pits::with_pits;
 use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
 use crate::game::scan::{scan_exits, LowerValues, Stream, NO_EXIT};
 use crate::solve::comm::Comm;
-use crate::util::{prefetch, unnamed_file, LevelBar, BATCH, CHUNK};
+use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
 const OPEN_NOT: u64 = 0;
@@ -139,10 +138,9 @@ pub(crate) fn exits_stream<M: Comm, S: Stream + ?Sized>(
     lower: &S,
     exits: &File,
 ) -> Result<()> {
-    if part.n <= COMPACT_MAX_SEEDS {
-        exits_stream_with::<Compact, M, S>(part, lower, exits)
-    } else {
-        exits_stream_with::<Fast, M, S>(part, lower, exits)
+    match lean_window_kind(part.n) {
+        StateKind::Compact => exits_stream_with::<Compact, M, S>(part, lower, exits),
+        _ => exits_stream_with::<Fast, M, S>(part, lower, exits),
     }
 }
 
@@ -179,43 +177,74 @@ fn exits_stream_with<E: Encoding, M: Comm, S: Stream + ?Sized>(
     Ok(())
 }
 
-/// The windows a streamed lean forward pass makes a slice of `len` positions in: each
-/// window's compact state (about one byte a position) within three eighths of a byte per
-/// position of the slice, the lean state's budget (DESIGN.md section 5.6), in the state
-/// `kind` (compact; fast above 56 seeds). Four compact windows for a large level,
-/// whatever the memory free: the lean state is asked for to use little.
-pub(crate) fn lean_windows(kind: StateKind, len: u64) -> usize {
-    let window = |count: u64| kind.bytes(len.div_ceil(count));
-    // A tiny slice's window never fits (its words and blocks round up): one a position.
-    (1..=len)
-        .find(|&c| window(c) * 8 <= len * 3)
-        .unwrap_or(len)
-        .max(1) as usize
+/// The lean state's two files (DESIGN.md section 5.6), each one byte a position of the
+/// level in index order: the best exits, and the values settled so far (0 while
+/// unsettled). Unnamed, or named beside the level where it is checkpointed.
+pub(crate) struct LeanFiles {
+    pub(crate) exits: File,
+    pub(crate) values: File,
 }
 
-/// Solves this process's part of level `n` of `index`'s board with the lean state, its
-/// exits and values files unnamed in `dir`: `forward` writes the best exits to the exits
-/// file (with [`exits_random`] or [`exits_stream`]). Returns the values file (the level's
-/// values in index order, one byte each) and the time of the two passes.
+/// Where the lean state is saved, and when.
+pub(crate) trait LeanSaves {
+    /// Whether a checkpoint is due now.
+    fn due(&mut self) -> bool;
+    /// Saves a checkpoint of `files` once every threshold above `next` is done (their
+    /// writes finished), `times` the passes' times so far.
+    fn save(&mut self, files: &LeanFiles, next: u8, times: PhaseTimes);
+}
+
+impl LeanSaves for NoSaves {
+    fn due(&mut self) -> bool {
+        false
+    }
+
+    fn save(&mut self, _: &LeanFiles, _: u8, _: PhaseTimes) {}
+}
+
+/// Solves level `n` of `index`'s board with the lean state in `files`: from its start
+/// (`resumed` `None`: `forward` writes the best exits to the exits file, with
+/// [`exits_random`] or [`exits_stream`]), or from a checkpoint once every threshold above
+/// `next` is done (`resumed` is `next` and the times so far: the files are as they were
+/// then, but for values of thresholds `next` and below, which are cleared). `saves` says
+/// when a checkpoint is due between passes. Returns the time of the two passes; the
+/// values file then holds the level's values.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn solve_lean(
     rules: Rules,
     index: &Index,
     n: usize,
-    dir: &Path,
+    files: &LeanFiles,
     progress: &LevelBar,
+    resumed: Option<(u8, PhaseTimes)>,
     forward: impl FnOnce(&File) -> Result<()>,
-) -> Result<(File, PhaseTimes)> {
+    saves: &mut dyn LeanSaves,
+) -> Result<PhaseTimes> {
     let size = index.level_size(n);
-    let start = Instant::now();
-    let exits = unnamed_file(&dir.join(format!("level-{n:03}.exits")))?;
-    let values = unnamed_file(&dir.join(format!("level-{n:03}.values")))?;
+    let LeanFiles { exits, values } = files;
     let io = |what: &str, e: std::io::Error| {
-        Error::io(dir.join(format!("level-{n:03}.{what} (unnamed)")), e)
+        Error::io(format!("(the lean state's {what} file of level {n})"), e)
     };
-    values.set_len(size).map_err(|e| io("values", e))?;
-    exits.set_len(size).map_err(|e| io("exits", e))?;
-    forward(&exits)?;
-    let forward = start.elapsed();
+    let (next, mut times) = match resumed {
+        Some((next, times)) => (next, times),
+        None => {
+            let start = Instant::now();
+            for (file, what) in [(values, "values"), (exits, "exits")] {
+                // Zeros, whatever a file named so held before.
+                file.set_len(0).map_err(|e| io(what, e))?;
+                file.set_len(size).map_err(|e| io(what, e))?;
+            }
+            forward(exits)?;
+            let times = PhaseTimes {
+                forward: start.elapsed(),
+                backward: Duration::ZERO,
+            };
+            if saves.due() {
+                saves.save(files, n as u8, times);
+            }
+            (n as u8, times)
+        }
+    };
     let start = Instant::now();
     let state = Bits::new(size);
     let chunks = size.div_ceil(CHUNK);
@@ -224,19 +253,48 @@ pub(crate) fn solve_lean(
         buf.resize(CHUNK.min(size - first) as usize, 0u8);
         exits.read_exact_at(buf, first).map_err(|e| io("exits", e))
     };
-    // A position with no exit is open to a loss from the start: before any threshold's
-    // cascade may reach it.
-    (0..chunks)
-        .into_par_iter()
-        .try_for_each_init(Vec::new, |buf, c| {
-            read_exits(buf, c)?;
-            for (j, &b) in buf.iter().enumerate() {
-                if b as i8 == NO_EXIT {
-                    state.change(c * CHUNK + j as u64, |_| true, OPEN);
+    // The state at `next`: the values above it won or lost, and open to a loss what has
+    // no exit or one below `-next` (opened by a threshold done); values of `next` and
+    // below, left by a pass stopped after the checkpoint, cleared (that pass runs again
+    // and settles them again). From the start, `next` is `n`, and only the positions with
+    // no exit are open: before any threshold's cascade may reach them.
+    (0..chunks).into_par_iter().try_for_each_init(
+        || (Vec::new(), Vec::new()),
+        |(b, v): &mut (Vec<u8>, Vec<u8>), c| {
+            read_exits(b, c)?;
+            v.resize(b.len(), 0);
+            let first = c * CHUNK;
+            values
+                .read_exact_at(v, first)
+                .map_err(|e| io("values", e))?;
+            let mut stale = false;
+            for (j, (&b, v)) in b.iter().zip(v.iter_mut()).enumerate() {
+                let (b, x) = (b as i8, *v as i8);
+                let s = if x.unsigned_abs() > next {
+                    if x > 0 {
+                        WON
+                    } else {
+                        LOST
+                    }
+                } else {
+                    stale |= x != 0;
+                    *v = 0;
+                    if b < -(next as i8) {
+                        OPEN
+                    } else {
+                        OPEN_NOT
+                    }
+                };
+                if s != OPEN_NOT {
+                    state.change(first + j as u64, |_| true, s);
                 }
             }
+            if stale {
+                values.write_all_at(v, first).map_err(|e| io("values", e))?;
+            }
             Ok::<(), Error>(())
-        })?;
+        },
+    )?;
     let dirty: Vec<AtomicBool> = (0..chunks).map(|_| AtomicBool::new(false)).collect();
     let pass = Pass {
         rules,
@@ -245,7 +303,7 @@ pub(crate) fn solve_lean(
         state: &state,
         dirty: &dirty,
     };
-    for t in (1..=n as i8).rev() {
+    for t in (1..=next as i8).rev() {
         // Open, seed and settle, a chunk of the exits file at a time.
         (0..chunks).into_par_iter().try_for_each_init(
             || (Vec::new(), Work::default()),
@@ -280,12 +338,16 @@ pub(crate) fn solve_lean(
                 }
                 values.write_all_at(buf, first).map_err(|e| io("values", e))
             })?;
+        if t > 1 && saves.due() {
+            let so_far = PhaseTimes {
+                backward: times.backward + start.elapsed(),
+                ..times
+            };
+            saves.save(files, t as u8 - 1, so_far);
+        }
     }
-    let times = PhaseTimes {
-        forward,
-        backward: start.elapsed(),
-    };
-    Ok((values, times))
+    times.backward += start.elapsed();
+    Ok(times)
 }
 
 /// One threshold's pass over the lean state.
@@ -495,7 +557,25 @@ impl Pass<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::util::unnamed_file;
+
+    /// Fresh unnamed files in `dir`.
+    fn files(dir: &Path) -> LeanFiles {
+        LeanFiles {
+            exits: unnamed_file(&dir.join("exits")).unwrap(),
+            values: unnamed_file(&dir.join("values")).unwrap(),
+        }
+    }
+
+    /// The bytes of `file`.
+    fn read_all(file: &File, len: usize) -> Vec<u8> {
+        let mut got = vec![0u8; len];
+        file.read_exact_at(&mut got, 0).unwrap();
+        got
+    }
 
     /// Every level of small boards, both rule sets, solved with the lean state from the
     /// true lower levels, read at random and as streams (in windows): the values of the
@@ -521,13 +601,13 @@ mod tests {
                         progress: &bar,
                     };
                     let stream = |f: &File| exits_stream(&part, below, f);
-                    let (a, _) = solve_lean(rules, &index, n, dir.path(), &bar, random).unwrap();
-                    let (b, _) = solve_lean(rules, &index, n, dir.path(), &bar, stream).unwrap();
-                    for (file, how) in [(a, "random"), (b, "stream")] {
-                        let mut got = vec![0u8; truth[n].len()];
-                        file.read_exact_at(&mut got, 0).unwrap();
+                    let (a, b) = (files(dir.path()), files(dir.path()));
+                    let saves = &mut NoSaves;
+                    solve_lean(rules, &index, n, &a, &bar, None, random, saves).unwrap();
+                    solve_lean(rules, &index, n, &b, &bar, None, stream, saves).unwrap();
+                    for (f, how) in [(a, "random"), (b, "stream")] {
                         assert!(
-                            got == truth[n],
+                            read_all(&f.values, truth[n].len()) == truth[n],
                             "{rules} P={pits} level {n}: lean ({how}) differs"
                         );
                     }
@@ -538,18 +618,93 @@ mod tests {
         }
     }
 
-    /// A level's windows: three eighths of a byte per position at most, four for a large
-    /// level, one for none.
+    /// Saves at every pass, each a copy of the files and where it stands.
+    struct Copies {
+        len: usize,
+        taken: Vec<(u8, Vec<u8>, Vec<u8>)>,
+    }
+
+    impl LeanSaves for Copies {
+        fn due(&mut self) -> bool {
+            true
+        }
+
+        fn save(&mut self, files: &LeanFiles, next: u8, _: PhaseTimes) {
+            let (e, v) = (
+                read_all(&files.exits, self.len),
+                read_all(&files.values, self.len),
+            );
+            self.taken.push((next, e, v));
+        }
+    }
+
+    /// A level resumed from each checkpoint, its files as a later pass left them (values of
+    /// the checkpoint's threshold and below written since): the same values, and the
+    /// checkpoint's checksum still holds on those files.
+    #[test]
+    fn lean_resumes_from_any_pass_with_later_files() {
+        use crate::db::checkpoint::lean_checksum;
+        for rules in [Rules::Awari, Rules::Oware] {
+            let (pits, n) = (4, 13);
+            let index = Index::new(pits, n).unwrap();
+            let truth = crate::solve::level::solve_in_memory(rules, &index, n);
+            let below: Vec<&[u8]> = truth[..n].iter().map(Vec::as_slice).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let bar = LevelBar::new(false, 0, 0, "");
+            let len = truth[n].len();
+            let forward = |f: &File| exits_random(rules, &index, n, &below[..], f, &bar);
+            let mut copies = Copies {
+                len,
+                taken: Vec::new(),
+            };
+            let fresh = files(dir.path());
+            solve_lean(rules, &index, n, &fresh, &bar, None, forward, &mut copies).unwrap();
+            assert_eq!(read_all(&fresh.values, len), truth[n]);
+            // After the forward pass and after every pass but the last.
+            assert_eq!(copies.taken.len(), n);
+            let write = |f: &File, bytes: &[u8]| f.write_all_at(bytes, 0).unwrap();
+            for (k, (next, exits, values)) in copies.taken.iter().enumerate() {
+                let sum = |f: &LeanFiles| lean_checksum(&f.exits, &f.values, len as u64, *next);
+                let then = files(dir.path());
+                write(&then.exits, exits);
+                write(&then.values, values);
+                // Two passes later (or the level's end).
+                let later = copies.taken.get(k + 2).map_or(&truth[n], |c| &c.2);
+                let now = files(dir.path());
+                write(&now.exits, exits);
+                write(&now.values, later);
+                assert_eq!(sum(&then).unwrap(), sum(&now).unwrap(), "{rules} at {next}");
+                let no_forward = |_: &File| -> Result<()> { unreachable!("resumed") };
+                let at = Some((*next, PhaseTimes::default()));
+                solve_lean(rules, &index, n, &now, &bar, at, no_forward, &mut NoSaves).unwrap();
+                assert!(
+                    read_all(&now.values, len) == truth[n],
+                    "{rules} level {n} resumed at {next} differs"
+                );
+                // A damaged file does not hold the checksum.
+                let mut bad = values.clone();
+                bad[len / 2] ^= 0x40;
+                write(&then.values, &bad);
+                assert_ne!(sum(&then).unwrap(), sum(&now).unwrap());
+            }
+        }
+    }
+
+    /// A level's windows: 11/32 of a byte per position at most, four for a large level
+    /// (levels 28 and 29 of Awari, whose three would be 3/8 to within a few bytes), one
+    /// for none.
     #[test]
     fn windows_keep_to_the_budget() {
-        assert_eq!(lean_windows(StateKind::Compact, 1 << 30), 4);
-        assert_eq!(lean_windows(StateKind::Fast, 1 << 30), 6);
+        for len in [1 << 30, 1_482_519_324, 2_025_703_680, 203_648_015_935] {
+            assert_eq!(lean_windows(StateKind::Compact, len), 4, "{len}");
+            assert_eq!(lean_windows(StateKind::Fast, len), 7, "{len}");
+        }
         assert_eq!(lean_windows(StateKind::Compact, 0), 1);
         for len in [1u64, 7, 64, 1000, 123_457] {
             let count = lean_windows(StateKind::Compact, len);
             let widest = StateKind::Compact.bytes(len.div_ceil(count as u64));
             assert!(
-                widest * 8 <= len * 3 || count as u64 >= len,
+                widest * 32 <= len * 11 || count as u64 >= len,
                 "{len}: {count}"
             );
         }

@@ -51,7 +51,7 @@ pub use forward::ROUND;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
 pub(crate) use forward::{forward_pass, forward_stream, Forwarded, Window};
-pub(crate) use lean::{exits_random, exits_stream, solve_lean};
+pub(crate) use lean::{exits_random, exits_stream, solve_lean, LeanFiles, LeanSaves};
 pub(crate) use rounds::{backward_pass, NoSaves, Partition, Saves, Stage};
 pub use rounds::{SEGMENT, SEGMENT_SHIFT};
 pub(crate) use state::State;
@@ -67,8 +67,8 @@ pub enum StateKind {
     Compact,
     /// Two bits per position (0.25 bytes): won, lost, or unsettled and whether open to a
     /// loss; the best exits and the values settled so far on disk, read and written in
-    /// index order once per threshold (DESIGN.md section 5.6). One process, the lower
-    /// levels read at random, no checkpoint, for now.
+    /// index order once per threshold (DESIGN.md section 5.6); with the lower levels
+    /// streamed, about 3 bits a position in all. One process, for now.
     Lean,
 }
 
@@ -79,6 +79,22 @@ impl StateKind {
             // Two bits a position, in `lean.rs`'s words of 32.
             StateKind::Lean => positions.div_ceil(32) * 8,
             _ => self.cell_bytes() as u64 * positions + positions.div_ceil(64) * 8,
+        }
+    }
+
+    /// Bytes of memory a level (or slice) of `positions` positions of `seeds` seeds takes
+    /// at its peak with this state: the state's own, and for the lean state with the
+    /// lower levels streamed the larger of its two bits and its forward pass's windows
+    /// ([`lean_windows`]).
+    pub fn peak_bytes(self, positions: u64, seeds: usize, lower: Lower) -> u64 {
+        match (self, lower) {
+            (StateKind::Lean, Lower::Stream) => {
+                let kind = lean_window_kind(seeds);
+                let count = lean_windows(kind, positions) as u64;
+                self.bytes(positions)
+                    .max(kind.bytes(positions.div_ceil(count)))
+            }
+            _ => self.bytes(positions),
         }
     }
 
@@ -107,7 +123,7 @@ impl StateKind {
         match self {
             StateKind::Fast => 1,
             StateKind::Compact => 2,
-            // Reserved: no lean checkpoint is written yet, and opening refuses the code.
+            // The header alone: the state is in the lean state's own files.
             StateKind::Lean => 3,
         }
     }
@@ -117,9 +133,34 @@ impl StateKind {
         match code {
             1 => Some(StateKind::Fast),
             2 => Some(StateKind::Compact),
+            3 => Some(StateKind::Lean),
             _ => None,
         }
     }
+}
+
+/// The state of the windows of the lean state's streamed forward pass for a level of
+/// `seeds` seeds: compact, or fast above the compact state's 56 seeds.
+pub(crate) fn lean_window_kind(seeds: usize) -> StateKind {
+    if seeds <= COMPACT_MAX_SEEDS {
+        StateKind::Compact
+    } else {
+        StateKind::Fast
+    }
+}
+
+/// The windows a streamed lean forward pass makes a slice of `len` positions in
+/// (DESIGN.md section 5.6): each window's state of `kind` (compact; fast above 56 seeds)
+/// within 11/32 of a byte per position of the slice, so that with the rest of the
+/// process it keeps within the lean state's budget of 3/8. Four compact windows for a
+/// large level, whatever the memory free: the lean state is asked for to use little.
+pub(crate) fn lean_windows(kind: StateKind, len: u64) -> usize {
+    let window = |count: u64| kind.bytes(len.div_ceil(count));
+    // A tiny slice's window never fits (its words and blocks round up): one a position.
+    (1..=len)
+        .find(|&c| window(c) * 32 <= len * 11)
+        .unwrap_or(len)
+        .max(1) as usize
 }
 
 /// How a level's forward pass reads the levels below (`--lower`; DESIGN.md section 5.2).

@@ -76,20 +76,24 @@ pub struct LevelMemory {
 /// How a level is built: what `request` fixes, and else the fastest way that fits `level.free`:
 /// the fast state reading at random (its state spilled from `request.spill_from` bytes, so
 /// that it needs the larger of the state and the lower levels, not their sum), else the
-/// fast state with a stream, else the compact state with a stream. The compact state
-/// holds levels up to 56 seeds; the compact state asked for without a way of reading
-/// reads as a stream. Each state costs what [`StateKind::bytes`] says.
+/// fast state with a stream, else the compact state with a stream, else the lean state
+/// with a stream (DESIGN.md section 5.6). The compact state holds levels up to 56 seeds;
+/// the compact and lean states asked for without a way of reading read as a stream. Each
+/// state costs what [`StateKind::peak_bytes`] says.
 pub fn way(request: &MethodRequest, level: &LevelMemory) -> LevelMethod {
     let fits = |need: u64| level.free.is_none_or(|f| need <= f);
     let random_need = |state: StateKind| {
         let bytes = state.bytes(level.positions);
         memory_need(bytes, level.lower_bytes, bytes >= request.spill_from)
     };
+    let streamed = |state: StateKind| state.peak_bytes(level.positions, level.seeds, Lower::Stream);
     let state = request.state.unwrap_or_else(|| {
-        if level.seeds > COMPACT_MAX_SEEDS || fits(StateKind::Fast.bytes(level.positions)) {
+        if fits(streamed(StateKind::Fast)) {
             StateKind::Fast
-        } else {
+        } else if level.seeds <= COMPACT_MAX_SEEDS && fits(streamed(StateKind::Compact)) {
             StateKind::Compact
+        } else {
+            StateKind::Lean
         }
     });
     let lower = request.lower.unwrap_or_else(|| {
@@ -105,8 +109,8 @@ pub fn way(request: &MethodRequest, level: &LevelMemory) -> LevelMethod {
 /// How a rank builds its slice of `positions` positions of level `seeds`, given `free`
 /// bytes of its share of the node's memory ([`way`] asked for nothing but the stream):
 /// over ranks the lower levels are read as streams, with the fast state where the slice
-/// holds it, else the compact one (DESIGN.md section 5.4). The plan and the ranks' vote
-/// both ask this.
+/// holds it, else the compact one (DESIGN.md section 5.4; the lean state is not built
+/// over ranks yet). The plan and the ranks' vote both ask this.
 pub(crate) fn slice_way(seeds: usize, positions: u64, free: Option<u64>) -> LevelMethod {
     let request = MethodRequest {
         lower: Some(Lower::Stream),
@@ -118,7 +122,20 @@ pub(crate) fn slice_way(seeds: usize, positions: u64, free: Option<u64>) -> Leve
         lower_bytes: 0,
         free,
     };
-    way(&request, &level)
+    match way(&request, &level) {
+        LevelMethod {
+            state: StateKind::Lean,
+            lower,
+        } => LevelMethod {
+            state: if seeds <= COMPACT_MAX_SEEDS {
+                StateKind::Compact
+            } else {
+                StateKind::Fast
+            },
+            lower,
+        },
+        chosen => chosen,
+    }
 }
 
 #[cfg(test)]
@@ -160,8 +177,19 @@ mod tests {
         let both = fast + lower_bytes;
         assert_eq!(at(both, &no_spill), w(StateKind::Fast, Lower::Random));
         assert_eq!(at(both - 1, &no_spill), w(StateKind::Fast, Lower::Stream));
-        // The fast state alone does not fit: compact, streamed.
+        // The fast state alone does not fit: compact, streamed; nor the compact one: lean,
+        // streamed, in four windows of 11/32 of a byte a position at most.
         assert_eq!(at(fast - 1, &auto), w(StateKind::Compact, Lower::Stream));
+        assert_eq!(at(compact, &auto), w(StateKind::Compact, Lower::Stream));
+        assert_eq!(at(compact - 1, &auto), w(StateKind::Lean, Lower::Stream));
+        let lean = StateKind::Lean.peak_bytes(positions, 24, Lower::Stream);
+        assert_eq!(lean, StateKind::Compact.bytes(positions.div_ceil(4)));
+        assert!(lean * 8 <= positions * 3, "{lean}");
+        assert_eq!(at(0, &auto), w(StateKind::Lean, Lower::Stream));
+        assert_eq!(
+            slice_way(24, positions, Some(0)),
+            w(StateKind::Compact, Lower::Stream)
+        );
         // What is asked is kept, whatever the memory.
         let asked = MethodRequest {
             state: Some(StateKind::Compact),
@@ -180,7 +208,16 @@ mod tests {
             lower_bytes,
             free: Some(0),
         };
+        assert_eq!(way(&auto, &fit), w(StateKind::Lean, Lower::Stream));
+        let fit = LevelMemory {
+            free: Some(StateKind::Fast.bytes(positions)),
+            ..fit
+        };
         assert_eq!(way(&auto, &fit), w(StateKind::Fast, Lower::Stream));
+        assert_eq!(
+            slice_way(57, positions, Some(0)),
+            w(StateKind::Fast, Lower::Stream)
+        );
         assert_eq!(
             format!("{}", w(StateKind::Compact, Lower::Stream)),
             "compact/stream"

@@ -14,7 +14,7 @@ use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::scan::lowest_captured_level;
-use crate::solve::level::Lower;
+use crate::solve::level::{Lower, StateKind};
 
 /// Packed size against raw, when no pack of the database has been measured: levels
 /// 16..=24 of Awari with the exit model (GUIDE.md, "Packing and sharing").
@@ -63,6 +63,9 @@ pub struct LevelPlan {
     /// Disk the level's checkpoints take at their peak (0 without checkpoints): two of the
     /// rank's state while the newer is written and the older not yet removed.
     pub checkpoints: u64,
+    /// Disk the lean state's two files take beside the level while it is built (two bytes
+    /// a position held, checkpoints or not), or 0.
+    pub scratch: u64,
     /// Expected wall time of the level, at the plan's rate.
     pub seconds: Option<f64>,
     /// Built by a single process (which may spill its state), not over ranks.
@@ -88,13 +91,13 @@ impl LevelPlan {
 
     /// Whether the raw levels `0..=seeds` and the level's checkpoints fit a node's disk.
     pub fn fits_disk(&self, m: &Machine) -> bool {
-        self.raw_so_far + self.checkpoints <= m.disk
+        self.raw_so_far + self.checkpoints + self.scratch <= m.disk
     }
 
     /// Whether the levels `0..=seeds` packed and the level's checkpoints fit a node's
     /// disk.
     pub fn fits_disk_packed(&self, m: &Machine) -> bool {
-        self.packed_so_far + self.checkpoints <= m.disk
+        self.packed_so_far + self.checkpoints + self.scratch <= m.disk
     }
 
     /// How the levels `0..=seeds` and the level's checkpoints fit a node's disk: the
@@ -103,7 +106,7 @@ impl LevelPlan {
     /// keeps one checkpoint at a time, or none, where the disk holds no more).
     pub fn disk_fit(&self, m: &Machine) -> DiskFit {
         let one = self.checkpoints / 2;
-        let fit = |levels: u64, checkpoints: u64| levels + checkpoints <= m.disk;
+        let fit = |levels: u64, checkpoints: u64| levels + checkpoints + self.scratch <= m.disk;
         let (raw, packed) = (self.raw_so_far, self.packed_so_far);
         [
             (raw, self.checkpoints, DiskFit::Raw),
@@ -199,23 +202,27 @@ pub fn plan(
             };
             let LevelMethod { state, lower } = chosen;
             let buffers = if lower == Lower::Stream { buffers } else { 0 };
+            let held = state.peak_bytes(slice, n, lower);
             let lower = if lower == Lower::Random { reach } else { 0 };
+            let lean = state == StateKind::Lean;
             let mut level = LevelPlan {
                 seeds: n,
                 positions,
                 way: Some(chosen),
-                state: state.bytes(slice),
+                state: held,
                 lower,
                 buffers,
                 raw,
                 packed,
                 raw_so_far,
                 packed_so_far,
-                checkpoints: if checkpoints {
-                    2 * (PAYLOAD_OFFSET as u64 + state.bytes(slice))
-                } else {
-                    0
+                // A lean checkpoint is a header over the state's own files.
+                checkpoints: match (checkpoints, lean) {
+                    (false, _) => 0,
+                    (true, true) => 2 * PAYLOAD_OFFSET as u64,
+                    (true, false) => 2 * (PAYLOAD_OFFSET as u64 + state.bytes(slice)),
                 },
+                scratch: if lean { 2 * slice } else { 0 },
                 seconds: rate.map(|r| {
                     let per_thread = rate_at(r.per_thread, r.level_size, positions);
                     positions as f64 / (per_thread * threads) * way_cost(chosen)

@@ -8,7 +8,7 @@ use super::method::memory_need;
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
-use crate::solve::level::{StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
 use crate::util::{bytes, disk_available, group, memory_available, memory_total};
 
 /// What a single-process build holds in memory when a level starts.
@@ -34,23 +34,30 @@ impl LowerHeld {
 /// and the lower levels would not fit the memory available now, or its file the free
 /// disk under `dir`: the error says what it needs, what there is, and what to do. With
 /// `spill`, the lower levels and the state are never in memory together.
+#[allow(clippy::too_many_arguments)]
 pub fn check_level_fits(
     dir: &Path,
     n: usize,
     positions: u64,
     kind: StateKind,
+    lower: Lower,
     spill: bool,
     packed: bool,
     held: LowerHeld,
 ) -> Result<()> {
-    let state = kind.bytes(positions);
-    let need = held.need(positions, kind, spill);
+    let state = kind.peak_bytes(positions, n, lower);
+    let need = memory_need(state, held.lower, spill).saturating_sub(held.held);
     if let Some(free) = memory_available() {
         if need > free {
-            let hint = if kind == StateKind::Fast && n <= COMPACT_MAX_SEEDS {
-                "`--state compact` takes 1.125 bytes a position, "
-            } else {
-                ""
+            let hint = match kind {
+                StateKind::Fast if n <= COMPACT_MAX_SEEDS => {
+                    "`--state compact` takes 1.125 bytes a position, `--state lean --lower stream` \
+                     3 bits, "
+                }
+                StateKind::Fast | StateKind::Compact => {
+                    "`--state lean --lower stream` takes 3 bits a position, "
+                }
+                StateKind::Lean => "",
             };
             return Err(Error::Resources(format!(
                 "level {n} ({} positions) needs {} more memory ({} solver state {}, levels below \
@@ -69,8 +76,14 @@ pub fn check_level_fits(
     }
     // A spilled state lies on disk beside the level until the backward pass; a packed
     // level is written from memory, about half the raw size (the plain model).
+    // The lean state's two files lie beside it (DESIGN.md section 5.6).
     let level = if packed { positions / 2 } else { positions };
-    let file = PAYLOAD_OFFSET as u64 + level + if spill { state } else { 0 };
+    let scratch = match kind {
+        StateKind::Lean => 2 * positions,
+        _ if spill => state,
+        _ => 0,
+    };
+    let file = PAYLOAD_OFFSET as u64 + level + scratch;
     if let Some(free) = disk_available(dir) {
         if file > free {
             return Err(Error::Resources(format!(
@@ -192,14 +205,23 @@ mod tests {
     fn a_level_too_big_for_this_machine_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let none = LowerHeld::default();
-        assert!(
-            check_level_fits(dir.path(), 10, 351_351, StateKind::Fast, true, false, none).is_ok()
-        );
+        assert!(check_level_fits(
+            dir.path(),
+            10,
+            351_351,
+            StateKind::Fast,
+            Lower::Random,
+            true,
+            false,
+            none
+        )
+        .is_ok());
         let e = check_level_fits(
             dir.path(),
             60,
             u64::MAX / 8,
             StateKind::Fast,
+            Lower::Random,
             false,
             false,
             none,
@@ -243,8 +265,17 @@ mod tests {
         assert_eq!(none.need(positions, StateKind::Compact, false), compact);
         // 2^60 bytes of fast state and more: no machine has it.
         let huge = 1u64 << 59;
-        let e =
-            check_level_fits(dir.path(), 30, huge, StateKind::Fast, true, false, none).unwrap_err();
+        let e = check_level_fits(
+            dir.path(),
+            30,
+            huge,
+            StateKind::Fast,
+            Lower::Random,
+            true,
+            false,
+            none,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("more memory"), "{e}");
     }
 }
