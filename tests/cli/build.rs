@@ -388,7 +388,7 @@ fn a_build_that_cannot_finish_is_not_started() {
     let e = fail(&["build", "--max-seeds", "56", "--dir", root]);
     assert!(
         e.starts_with(
-            "error: level 56 (866,969,192,310 positions) needs 975.3 GB of solver memory (the compact state), and this machine has "
+            "error: level 56 (866,969,192,310 positions) needs 243.8 GB of solver memory (the lean state), and this machine has "
         ) && e.contains("`awari plan --max-seeds 56 --nodes R`")
             && e.ends_with("`--no-check` starts anyway"),
         "{e}"

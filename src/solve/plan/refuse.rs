@@ -158,13 +158,10 @@ pub fn check_build_fits(
     };
     let positions = index.level_size(top);
     if let Some(total) = memory_total() {
-        // The smallest state the build may use for the level.
-        let kind = kind.unwrap_or(if top <= COMPACT_MAX_SEEDS {
-            StateKind::Compact
-        } else {
-            StateKind::Fast
-        });
-        let state = kind.bytes(positions);
+        // The smallest state the build may use for the level (the lean state, streamed,
+        // unless one is asked for).
+        let kind = kind.unwrap_or(StateKind::Lean);
+        let state = kind.peak_bytes(positions, top, Lower::Stream);
         if state > total {
             return Err(Error::Resources(format!(
                 "level {top} ({} positions) needs {} of solver memory (the {} state), and this \
