@@ -267,7 +267,7 @@ fn duration(seconds: f64) -> String {
 }
 
 /// The bytes of the checkpoints in the database folder `dir` (`.awc` files, and `.awc.tmp`
-/// ones a kill left).
+/// ones a kill left), with the lean state's named files (`.exits`, `.values`).
 fn checkpoint_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -277,7 +277,9 @@ fn checkpoint_bytes(dir: &Path) -> u64 {
         .filter(|e| {
             let name = e.file_name();
             let name = name.to_string_lossy();
-            name.ends_with(".awc") || name.ends_with(".awc.tmp")
+            [".awc", ".awc.tmp", ".exits", ".values"]
+                .iter()
+                .any(|end| name.starts_with("level-") && name.ends_with(end))
         })
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())

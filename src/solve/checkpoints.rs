@@ -190,9 +190,16 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
         &mut self,
         checkpoint: Checkpoint,
     ) -> crate::error::Result<Option<State<E>>> {
+        let loaded = State::<E>::load(checkpoint);
+        self.agreed(loaded)
+    }
+
+    /// What was loaded from the checkpoint taken up, if every rank loaded its own; else
+    /// `None`, and every checkpoint of the level is removed (this rank's error said in one
+    /// line), so that it starts afresh.
+    fn agreed<T>(&mut self, loaded: crate::error::Result<T>) -> crate::error::Result<Option<T>> {
         let at = self.resumed.expect("taken up");
         let path = checkpoint_path(self.dir, self.n, at, self.part());
-        let loaded = State::<E>::load(checkpoint);
         if let Err(e) = &loaded {
             (self.warn)(&format!(
                 "level {}: checkpoint {} refused ({}); the level starts afresh",
@@ -252,20 +259,7 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
             }
             Ok(files)
         })();
-        if let Err(e) = &opened {
-            (self.warn)(&format!(
-                "level {}: checkpoint {} refused ({}); the level starts afresh",
-                self.n,
-                path.display(),
-                e.one_line()
-            ));
-        }
-        if self.comm.sum(opened.is_err() as u64) > 0 {
-            self.resumed = None;
-            self.remove_all()?;
-            return Ok(None);
-        }
-        Ok(opened.ok())
+        self.agreed(opened)
     }
 
     /// Whether this rank's interval is up.
@@ -329,10 +323,23 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
                     false
                 }
             };
-        // The ones before (listed before this save), or the new one. A file that cannot be
-        // removed stays: the level's end removes it, and a resume takes only what every
-        // rank holds.
-        if comm.sum(wrote as u64) == comm.size() as u64 {
+        self.settle_save(wrote, at, &path, older);
+    }
+}
+
+impl<M: Comm> Checkpoints<'_, M> {
+    /// After a save at `at` to `path` (`wrote` here): once every rank's is whole, the
+    /// `older` ones it is further on than go; else the new ones go. A file that cannot be
+    /// removed stays: the level's end removes it, and a resume takes only what every rank
+    /// holds. The interval counts from now: a save is not work done.
+    fn settle_save(
+        &mut self,
+        wrote: bool,
+        at: CheckpointAt,
+        path: &Path,
+        older: Vec<(CheckpointAt, std::path::PathBuf)>,
+    ) {
+        if self.comm.sum(wrote as u64) == self.comm.size() as u64 {
             for (a, p) in older {
                 if at.beyond(a) {
                     let _ = std::fs::remove_file(p);
@@ -344,9 +351,8 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
                 bar.note(&format!("solving, saved {when} at {at}"));
             }
         } else {
-            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(path);
         }
-        // The interval counts from the end of the save: a save is not work done.
         self.last = Instant::now();
     }
 }
@@ -361,7 +367,7 @@ impl<M: Comm> LeanSaves for Checkpoints<'_, M> {
     /// state's own. Once every rank's is written, the older ones go; if any rank could not
     /// write its own, the new ones go instead.
     fn save(&mut self, files: &LeanFiles, next: u8, times: PhaseTimes) {
-        let (comm, dir, n, part) = (self.comm, self.dir, self.n, self.part());
+        let (dir, n, part) = (self.dir, self.n, self.part());
         let at = CheckpointAt::threshold(next);
         let held = self.mine.end - self.mine.start;
         let older = list_checkpoints(dir, n, part).unwrap_or_default();
@@ -380,21 +386,7 @@ impl<M: Comm> LeanSaves for Checkpoints<'_, M> {
         if let Err(e) = &written {
             (self.warn)(&not_written(n, e));
         }
-        if comm.sum(written.is_ok() as u64) == comm.size() as u64 {
-            for (a, p) in older {
-                if at.beyond(a) {
-                    let _ = std::fs::remove_file(p);
-                }
-            }
-            self.written += 1;
-            if let Some(bar) = self.progress {
-                let when = clock_utc(SystemTime::now());
-                bar.note(&format!("solving, saved {when} at {at}"));
-            }
-        } else {
-            let _ = std::fs::remove_file(&path);
-        }
-        self.last = Instant::now();
+        self.settle_save(written.is_ok(), at, &path, older);
     }
 }
 

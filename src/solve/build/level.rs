@@ -340,19 +340,8 @@ impl<M: Comm> Builder<'_, M> {
             }
         };
         bar.finish();
-        let checkpoints = checkpoints.written;
-        let values = Values::File(files.values, size);
-        let solved = Solved {
-            phases,
-            stats: values.outcomes()?,
-            way: LevelMethod {
-                state: StateKind::Lean,
-                lower,
-            },
-            resumed: None,
-            checkpoints,
-        };
-        Ok((values, solved))
+        let (resumed, written) = (None, checkpoints.written);
+        lean_solved(files, size, phases, lower, resumed, written)
     }
 
     /// The lean state's files for level `n` from its start: named beside the level where
@@ -413,18 +402,8 @@ impl<M: Comm> Builder<'_, M> {
             &mut checkpoints,
         )?;
         bar.finish();
-        let values = Values::File(files.values, size);
-        let solved = Solved {
-            phases,
-            stats: values.outcomes()?,
-            way: LevelMethod {
-                state: StateKind::Lean,
-                lower: Lower::Stream,
-            },
-            resumed: checkpoints.resumed,
-            checkpoints: checkpoints.written,
-        };
-        Ok(Some((values, solved)))
+        let (resumed, written) = (checkpoints.resumed, checkpoints.written);
+        lean_solved(files, size, phases, Lower::Stream, resumed, written).map(Some)
     }
 
     /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its
@@ -587,6 +566,30 @@ impl Values {
         }
         w.finish().map(|_| ())
     }
+}
+
+/// What solving a level of `size` positions with the lean state gave: its values (the
+/// values file of `files`) and its report.
+fn lean_solved(
+    files: LeanFiles,
+    size: u64,
+    phases: PhaseTimes,
+    lower: Lower,
+    resumed: Option<CheckpointAt>,
+    checkpoints: u32,
+) -> Result<(Values, Solved)> {
+    let values = Values::File(files.values, size);
+    let solved = Solved {
+        phases,
+        stats: values.outcomes()?,
+        way: LevelMethod {
+            state: StateKind::Lean,
+            lower,
+        },
+        resumed,
+        checkpoints,
+    };
+    Ok((values, solved))
 }
 
 /// Writes level `want.seeds` into `dir` packed with the plain model (section 6), then

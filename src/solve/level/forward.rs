@@ -213,19 +213,9 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
                             let touch = |qi: u64| prefetch(state.exit_addr(qi as usize));
                             let apply = |qi: u64, x: i8, _| state.raise(qi as usize, x);
                             scan_uncaptures(rules, index, n, run, touch, apply);
-                        } else if ranks == 1 {
-                            let touch = |qi: u64| {
-                                if qi.wrapping_sub(base) < held {
-                                    prefetch(state.exit_addr((qi - base) as usize));
-                                }
-                            };
-                            let apply = |qi: u64, x: i8, _| {
-                                if qi.wrapping_sub(base) < held {
-                                    state.raise((qi - base) as usize, x);
-                                }
-                            };
-                            scan_uncaptures(rules, index, n, run, touch, apply);
                         } else {
+                            // A window, or ranks: a parent not held here is another
+                            // window's (passed over) or another rank's (sent).
                             let touch = |qi: u64| {
                                 if qi.wrapping_sub(base) < held {
                                     prefetch(state.exit_addr((qi - base) as usize));
@@ -234,7 +224,7 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
                             let apply = |qi: u64, x: i8, _| {
                                 if qi.wrapping_sub(base) < held {
                                     state.raise((qi - base) as usize, x);
-                                } else {
+                                } else if ranks > 1 {
                                     let to = owner(qi, size, ranks);
                                     if whole
                                         || (to != rank

@@ -84,8 +84,8 @@ impl StateKind {
 
     /// Bytes of memory a level (or slice) of `positions` positions of `seeds` seeds takes
     /// at its peak with this state: the state's own, and for the lean state with the
-    /// lower levels streamed the larger of its two bits and its forward pass's windows
-    /// ([`lean_windows`]).
+    /// lower levels streamed the larger of its two bits and a window of its forward pass
+    /// (a compact state of a quarter of a large level; DESIGN.md section 5.6).
     pub fn peak_bytes(self, positions: u64, seeds: usize, lower: Lower) -> u64 {
         match (self, lower) {
             (StateKind::Lean, Lower::Stream) => {
