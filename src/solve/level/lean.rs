@@ -3,7 +3,10 @@
 //! order. Romein and Bal's way, with the thresholds of section 5.1:
 //!
 //! - the forward pass writes each position's best exit `b` (section 5.1) to an exits file,
-//!   one byte per position in index order, and keeps nothing of it in memory;
+//!   one byte per position in index order, and keeps nothing of it in memory: reading the
+//!   lower levels at random ([`exits_random`]), or as streams in windows of the level,
+//!   each a streamed forward pass into a compact state of the window alone
+//!   ([`exits_stream`]);
 //! - a position is *unsettled* (`b` above `-t`: it cannot be lost at this threshold),
 //!   *open to a loss* (unsettled and `b <= -t`), *won* or *lost*, in two bits: the
 //!   threshold it was settled at is not kept, since thresholds come in order;
@@ -14,7 +17,9 @@
 //!   won has its in-level children generated again, and is lost if every one is won;
 //! - after the pass, the positions settled in it are merged into a values file (one byte
 //!   per position, 0 while unsettled: a settled value is never 0), in index order, the
-//!   chunks where something was settled only. What is never settled is a draw.
+//!   chunks where something was settled only. What is never settled is a draw;
+//! - between passes the two files are a checkpoint ([`LeanSaves`]): the two bits are
+//!   rebuilt from them, at the threshold the checkpoint names.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
