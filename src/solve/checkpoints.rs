@@ -266,12 +266,44 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
     fn due_here(&self) -> bool {
         self.every.is_some_and(|every| self.last.elapsed() >= every)
     }
+
+    /// After a save at `at` to `path` (`wrote` here): once every rank's is whole, the
+    /// `older` ones it is further on than go; else the new ones go. A file that cannot be
+    /// removed stays: the level's end removes it, and a resume takes only what every rank
+    /// holds. The interval counts from now: a save is not work done.
+    fn settle_save(
+        &mut self,
+        wrote: bool,
+        at: CheckpointAt,
+        path: &Path,
+        older: Vec<(CheckpointAt, std::path::PathBuf)>,
+    ) {
+        if self.comm.sum(wrote as u64) == self.comm.size() as u64 {
+            for (a, p) in older {
+                if at.beyond(a) {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            self.written += 1;
+            if let Some(bar) = self.progress {
+                let when = clock_utc(SystemTime::now());
+                bar.note(&format!("solving, saved {when} at {at}"));
+            }
+        } else {
+            let _ = std::fs::remove_file(path);
+        }
+        self.last = Instant::now();
+    }
+
+    /// Whether a save is due, every rank deciding alike: when any rank's interval is up.
+    fn due_now(&self) -> bool {
+        self.every.is_some() && self.comm.sum(self.due_here() as u64) > 0
+    }
 }
 
 impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
     fn due(&mut self) -> bool {
-        // Every rank decides alike: when any rank's interval is up.
-        self.every.is_some() && self.comm.sum(self.due_here() as u64) > 0
+        self.due_now()
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -327,39 +359,9 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
     }
 }
 
-impl<M: Comm> Checkpoints<'_, M> {
-    /// After a save at `at` to `path` (`wrote` here): once every rank's is whole, the
-    /// `older` ones it is further on than go; else the new ones go. A file that cannot be
-    /// removed stays: the level's end removes it, and a resume takes only what every rank
-    /// holds. The interval counts from now: a save is not work done.
-    fn settle_save(
-        &mut self,
-        wrote: bool,
-        at: CheckpointAt,
-        path: &Path,
-        older: Vec<(CheckpointAt, std::path::PathBuf)>,
-    ) {
-        if self.comm.sum(wrote as u64) == self.comm.size() as u64 {
-            for (a, p) in older {
-                if at.beyond(a) {
-                    let _ = std::fs::remove_file(p);
-                }
-            }
-            self.written += 1;
-            if let Some(bar) = self.progress {
-                let when = clock_utc(SystemTime::now());
-                bar.note(&format!("solving, saved {when} at {at}"));
-            }
-        } else {
-            let _ = std::fs::remove_file(path);
-        }
-        self.last = Instant::now();
-    }
-}
-
 impl<M: Comm> LeanSaves for Checkpoints<'_, M> {
     fn due(&mut self) -> bool {
-        self.every.is_some() && self.comm.sum(self.due_here() as u64) > 0
+        self.due_now()
     }
 
     /// Saves a lean checkpoint: the state's files synced, then a header with their

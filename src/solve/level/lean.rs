@@ -34,7 +34,7 @@ use rayon::prelude::*;
 use super::forward::{forward_stream, Window};
 use super::rounds::{NoSaves, Partition};
 use super::state::{exit_and_stay, Encoding};
-use super::{lean_window_kind, lean_windows, Compact, Fast, PhaseTimes, StateKind};
+use super::{byte_state, lean_windows, Compact, Fast, PhaseTimes, StateKind};
 use crate::db::layout::largest_slice;
 use crate::error::{Error, Result};
 use crate::game::index::{Index, RankBase};
@@ -128,11 +128,14 @@ pub(crate) fn exits_random<L: LowerValues + ?Sized>(
             progress.inc(len as u64);
             exits.write_all_at(buf, first)
         })
-        .map_err(|e| Error::io(EXITS_FILE, e))
+        .map_err(|e| file_error(n, "exits", e))
 }
 
-/// The name errors give the exits file, which has none.
-const EXITS_FILE: &str = "(the lean state's exits file)";
+/// An error of the lean state's `what` file (exits or values) of level `n`, which may
+/// have no name.
+fn file_error(n: usize, what: &str, e: std::io::Error) -> Error {
+    Error::io(format!("(the lean state's {what} file of level {n})"), e)
+}
 
 /// The lean state's forward pass with the lower levels read as streams: the best exits of
 /// this rank's slice of the level (`part.mine`) into `exits` (from its start, as
@@ -143,7 +146,7 @@ pub(crate) fn exits_stream<M: Comm, S: Stream + ?Sized>(
     lower: &S,
     exits: &File,
 ) -> Result<()> {
-    match lean_window_kind(part.n) {
+    match byte_state(part.n) {
         StateKind::Compact => exits_stream_with::<Compact, M, S>(part, lower, exits),
         _ => exits_stream_with::<Fast, M, S>(part, lower, exits),
     }
@@ -177,7 +180,7 @@ fn exits_stream_with<E: Encoding, M: Comm, S: Stream + ?Sized>(
                 }
                 exits.write_all_at(buf, at + first)
             })
-            .map_err(|e| Error::io(EXITS_FILE, e))?;
+            .map_err(|e| file_error(part.n, "exits", e))?;
     }
     Ok(())
 }
@@ -227,9 +230,8 @@ pub(crate) fn solve_lean(
 ) -> Result<PhaseTimes> {
     let size = index.level_size(n);
     let LeanFiles { exits, values } = files;
-    let io = |what: &str, e: std::io::Error| {
-        Error::io(format!("(the lean state's {what} file of level {n})"), e)
-    };
+    let io = |what: &str, e| file_error(n, what, e);
+    let fresh = resumed.is_none();
     let (next, mut times) = match resumed {
         Some((next, times)) => (next, times),
         None => {
@@ -267,11 +269,17 @@ pub(crate) fn solve_lean(
         || (Vec::new(), Vec::new()),
         |(b, v): &mut (Vec<u8>, Vec<u8>), c| {
             read_exits(b, c)?;
-            v.resize(b.len(), 0);
             let first = c * CHUNK;
-            values
-                .read_exact_at(v, first)
-                .map_err(|e| io("values", e))?;
+            if fresh {
+                // The values file was just emptied: no read.
+                v.clear();
+                v.resize(b.len(), 0);
+            } else {
+                v.resize(b.len(), 0);
+                values
+                    .read_exact_at(v, first)
+                    .map_err(|e| io("values", e))?;
+            }
             let mut stale = false;
             for (j, (&b, v)) in b.iter().zip(v.iter_mut()).enumerate() {
                 let (b, x) = (b as i8, *v as i8);

@@ -89,7 +89,7 @@ impl StateKind {
     pub fn peak_bytes(self, positions: u64, seeds: usize, lower: Lower) -> u64 {
         match (self, lower) {
             (StateKind::Lean, Lower::Stream) => {
-                let kind = lean_window_kind(seeds);
+                let kind = byte_state(seeds);
                 let count = lean_windows(kind, positions) as u64;
                 self.bytes(positions)
                     .max(kind.bytes(positions.div_ceil(count)))
@@ -139,9 +139,11 @@ impl StateKind {
     }
 }
 
-/// The state of the windows of the lean state's streamed forward pass for a level of
-/// `seeds` seeds: compact, or fast above the compact state's 56 seeds.
-pub(crate) fn lean_window_kind(seeds: usize) -> StateKind {
+/// The smallest state of whole bytes per position that holds a level of `seeds` seeds:
+/// compact, or fast above the compact state's 56. The lean state's streamed forward pass
+/// makes its windows in it, and a rank's slice is built in it where the lean state would
+/// be chosen (not built over ranks yet).
+pub(crate) fn byte_state(seeds: usize) -> StateKind {
     if seeds <= COMPACT_MAX_SEEDS {
         StateKind::Compact
     } else {

@@ -2,7 +2,7 @@
 //! lower levels, the fastest that fits the memory unless the build asks for one
 //! (DESIGN.md section 5.2).
 
-use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::level::{byte_state, Lower, StateKind, COMPACT_MAX_SEEDS};
 
 /// The default state size from which a random forward pass spills its state (the spilling of
 /// DESIGN.md section 5.2): 256 MiB.
@@ -127,11 +127,7 @@ pub(crate) fn slice_way(seeds: usize, positions: u64, free: Option<u64>) -> Leve
             state: StateKind::Lean,
             lower,
         } => LevelMethod {
-            state: if seeds <= COMPACT_MAX_SEEDS {
-                StateKind::Compact
-            } else {
-                StateKind::Fast
-            },
+            state: byte_state(seeds),
             lower,
         },
         chosen => chosen,

@@ -22,11 +22,12 @@ pub struct LowerHeld {
 }
 
 impl LowerHeld {
-    /// The memory level `n` of `positions` positions still needs beyond what is held: the
-    /// solver state and the lower levels, or with `spill` the larger of the two, since a
-    /// spilled state and the lower levels are never in memory together.
-    pub fn need(&self, positions: u64, state: StateKind, spill: bool) -> u64 {
-        memory_need(state.bytes(positions), self.lower, spill).saturating_sub(self.held)
+    /// The memory a level still needs beyond what is held, with `state` bytes of solver
+    /// state at its peak ([`StateKind::peak_bytes`]): the state and the lower levels, or
+    /// with `spill` the larger of the two, since a spilled state and the lower levels are
+    /// never in memory together.
+    pub fn need(&self, state: u64, spill: bool) -> u64 {
+        memory_need(state, self.lower, spill).saturating_sub(self.held)
     }
 }
 
@@ -46,7 +47,7 @@ pub fn check_level_fits(
     held: LowerHeld,
 ) -> Result<()> {
     let state = kind.peak_bytes(positions, n, lower);
-    let need = memory_need(state, held.lower, spill).saturating_sub(held.held);
+    let need = held.need(state, spill);
     if let Some(free) = memory_available() {
         if need > free {
             let hint = match kind {
@@ -239,27 +240,30 @@ mod tests {
         // 3 GiB of fast state: 2 bytes and a bit per position.
         let positions = 3 * gib * 8 / 17;
         let fast = |rest: u64| {
-            let need = held.need(positions, StateKind::Fast, true);
+            let need = held.need(StateKind::Fast.bytes(positions), true);
             assert_eq!(need, StateKind::Fast.bytes(positions) - 2 * gib);
             assert!((need as i64 - rest as i64).abs() < 64, "{need}");
         };
         fast(gib);
         let state = StateKind::Fast.bytes(positions);
-        assert_eq!(held.need(positions, StateKind::Fast, false), state);
-        assert_eq!(none.need(positions, StateKind::Fast, true), state);
+        assert_eq!(held.need(StateKind::Fast.bytes(positions), false), state);
+        assert_eq!(none.need(StateKind::Fast.bytes(positions), true), state);
         let part = LowerHeld {
             lower: 5 * gib,
             held: gib,
         };
-        assert_eq!(part.need(positions, StateKind::Fast, true), 4 * gib);
+        assert_eq!(part.need(StateKind::Fast.bytes(positions), true), 4 * gib);
         assert_eq!(
-            part.need(positions, StateKind::Fast, false),
+            part.need(StateKind::Fast.bytes(positions), false),
             state + 4 * gib
         );
         // The compact state: a byte and a bit per position.
         let compact = StateKind::Compact.bytes(positions);
         assert_eq!(compact, positions + positions.div_ceil(64) * 8);
-        assert_eq!(none.need(positions, StateKind::Compact, false), compact);
+        assert_eq!(
+            none.need(StateKind::Compact.bytes(positions), false),
+            compact
+        );
         // 2^60 bytes of fast state and more: no machine has it.
         let huge = 1u64 << 59;
         let e = check_level_fits(
