@@ -63,10 +63,13 @@ fn ranks_build_the_single_process_levels() {
             let per_rank = format!("{}/rank{{rank}}", root.display());
             let mut args = vec!["build", "--distributed", "--dir", &per_rank];
             args.extend(common);
-            // Two threads per rank and the compact state on two ranks; on three, messages
-            // cut into pieces of 4,000 bytes, many per exchange.
+            // Two threads per rank and the compact state on two ranks; on three the lean
+            // state, its messages cut into pieces of 4,000 bytes, many per exchange.
             if ranks == 2 {
                 args.extend(["--threads", "2", "--state", "compact"]);
+            }
+            if ranks == 3 {
+                args.extend(["--state", "lean"]);
             }
             let env: &[(&str, &str)] = if ranks == 3 {
                 &[("AWARI_MPI_PIECE_BYTES", "4000")]
@@ -79,7 +82,7 @@ fn ranks_build_the_single_process_levels() {
                 out.contains(&format!("total: {} levels over {ranks} rank(s)", top + 1)),
                 "{out}"
             );
-            let state = if ranks == 2 { "compact" } else { "fast" };
+            let state = ["fast", "compact", "lean"][ranks - 1];
             let built = out.lines().filter(|l| l.ends_with(&format!("  {state}")));
             assert_eq!(built.count(), top + 1, "{out}");
             // Each rank's folder holds its own slices and nothing else, but for the rates

@@ -155,13 +155,14 @@ mod slow {
             let mut build = vec!["build".to_string(), "--max-seeds".into(), top.to_string()];
             build.extend(args(&single));
             ok(&build.iter().map(String::as_str).collect::<Vec<_>>());
-            for ranks in [2, 3] {
+            for ranks in [2, 3, 4] {
                 let ranked = root.join(format!("ranks{ranks}"));
-                // Two ranks with the fast state, three with the compact one.
-                let state = if ranks == 2 {
-                    StateKind::Fast
-                } else {
-                    StateKind::Compact
+                // Two ranks with the fast state, three with the compact one, four with the
+                // lean one.
+                let state = match ranks {
+                    2 => StateKind::Fast,
+                    3 => StateKind::Compact,
+                    _ => StateKind::Lean,
                 };
                 build_over(&ranked, ranks, rules, pits, top, state);
                 for r in 0..ranks {

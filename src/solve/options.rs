@@ -181,7 +181,6 @@ impl BuildOptions {
                 "each rank holds only its slices of the lower levels, so it reads them as \
                  streams (--lower stream)"
             }
-            "--state lean" => "the lean state is built by one process for now",
             "--spill-from" => {
                 "the ranks read the lower levels as streams, so no solver state is spilled"
             }
@@ -199,8 +198,6 @@ impl BuildOptions {
             Some("--pack")
         } else if self.lower == Some(Lower::Random) {
             Some("--lower random")
-        } else if self.state == Some(StateKind::Lean) {
-            Some("--state lean")
         } else {
             None
         }

@@ -82,11 +82,6 @@ fn distributed_build_refuses_the_flags_it_does_not_do() {
         (&["--lower", "random"][..], "--lower random", random),
         (&["--spill-from", "0"][..], "--spill-from", spill),
         (&["--force", "--pack"][..], "--pack", pack),
-        (
-            &["--state", "lean"][..],
-            "--state lean",
-            "the lean state is built by one process for now",
-        ),
     ] {
         let mut args = vec!["build", "--distributed", "--max-seeds", "4", "--dir", &root];
         args.extend_from_slice(extra);

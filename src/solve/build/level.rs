@@ -79,7 +79,7 @@ impl<M: Comm> Builder<'_, M> {
     /// The way level `n` is solved: alone, the fastest that fits the memory free
     /// ([`way`]); over ranks, the lower levels streamed and the state asked for, or where
     /// none is, the single process's choice for each rank's slice and share of its node's
-    /// memory, voted so that all use the same (compact if any rank needs it).
+    /// memory, voted so that all use the same (the leanest any rank needs).
     fn method(&self, n: usize) -> Result<LevelMethod> {
         let size = self.index.level_size(n);
         if let Target::Slices(_) = self.target {
@@ -89,8 +89,10 @@ impl<M: Comm> Builder<'_, M> {
                 None => {
                     let share = memory_available().map(|m| m / self.opts.ranks_here.max(1) as u64);
                     let mine = slice_way(n, held, share).state;
-                    let compact = self.comm.sum((mine == StateKind::Compact) as u64) > 0;
-                    if compact {
+                    let needs = |s: StateKind| self.comm.sum((mine == s) as u64) > 0;
+                    if needs(StateKind::Lean) {
+                        StateKind::Lean
+                    } else if needs(StateKind::Compact) {
                         StateKind::Compact
                     } else {
                         StateKind::Fast
@@ -308,40 +310,40 @@ impl<M: Comm> Builder<'_, M> {
     /// levels as `lower` says: its values (in a file), and what solving it gave. With
     /// checkpoints, its files are named beside the level, and a checkpoint is the header
     /// that says where they stand.
-    fn solve_lean(&mut self, n: usize, lower: Lower) -> Result<(Values, Solved)> {
+    pub(super) fn solve_lean(&mut self, n: usize, lower: Lower) -> Result<(Values, Solved)> {
         let (rules, index) = (self.opts.rules, &self.index);
-        let size = index.level_size(n);
-        let bar = LevelBar::new(self.opts.progress, size * 2, n, "solving");
+        let held = self.held(n);
+        let bar = LevelBar::new(self.opts.progress, held * 2, n, "solving");
         let files = self.lean_files(n)?;
         let mut checkpoints = self.checkpoints(n, Some(&bar));
         let saves = &mut checkpoints;
+        let part = Partition {
+            comm: self.comm,
+            rules,
+            index,
+            n,
+            mine: self.mine(n),
+            progress: &bar,
+        };
         let phases = match lower {
             Lower::Random => {
                 let below = self.lower.below(n);
                 let forward = |f: &fs::File| exits_random(rules, index, n, &below[..], f, &bar);
-                solve_lean(rules, index, n, &files, &bar, None, forward, saves)?
+                solve_lean(&part, &files, None, forward, saves)?
             }
             Lower::Stream => {
-                let part = Partition {
-                    comm: self.comm,
-                    rules,
-                    index,
-                    n,
-                    mine: self.mine(n),
-                    progress: &bar,
-                };
                 let forward = |f: &fs::File| {
                     let made = exits_stream(&part, &self.lower, f);
                     // The stream read the lower levels' files: let their pages go.
                     self.lower.release();
                     made
                 };
-                solve_lean(rules, index, n, &files, &bar, None, forward, saves)?
+                solve_lean(&part, &files, None, forward, saves)?
             }
         };
         bar.finish();
         let (resumed, written) = (None, checkpoints.written);
-        lean_solved(files, size, phases, lower, resumed, written)
+        lean_solved(files, held, phases, lower, resumed, written)
     }
 
     /// The lean state's files for level `n` from its start: named beside the level where
@@ -375,8 +377,8 @@ impl<M: Comm> Builder<'_, M> {
     fn resume_lean(&self, n: usize, checkpoint: Checkpoint) -> Result<Option<(Values, Solved)>> {
         let (rules, index) = (self.opts.rules, &self.index);
         let head = checkpoint.head;
-        let size = index.level_size(n);
-        let bar = LevelBar::new(self.opts.progress, size * 2, n, "resuming");
+        let held = self.held(n);
+        let bar = LevelBar::new(self.opts.progress, held * 2, n, "resuming");
         let mut checkpoints = self.checkpoints(n, Some(&bar));
         checkpoints.resumed = Some(CheckpointAt::threshold(head.next));
         let opened = checkpoints.open_lean(checkpoint);
@@ -384,26 +386,25 @@ impl<M: Comm> Builder<'_, M> {
         let Some(files) = together(self.comm, opened, &what)? else {
             return Ok(None);
         };
-        bar.phase("solving", size);
+        bar.phase("solving", held);
         let times = PhaseTimes {
             forward: Duration::from_nanos(head.forward_ns),
             backward: Duration::from_nanos(head.backward_ns),
         };
-        let at = Some((head.next, times));
-        let no_forward = |_: &fs::File| -> Result<()> { unreachable!("resumed after it") };
-        let phases = solve_lean(
+        let part = Partition {
+            comm: self.comm,
             rules,
             index,
             n,
-            &files,
-            &bar,
-            at,
-            no_forward,
-            &mut checkpoints,
-        )?;
+            mine: self.mine(n),
+            progress: &bar,
+        };
+        let at = Some((head.next, times));
+        let no_forward = |_: &fs::File| -> Result<()> { unreachable!("resumed after it") };
+        let phases = solve_lean(&part, &files, at, no_forward, &mut checkpoints)?;
         bar.finish();
         let (resumed, written) = (checkpoints.resumed, checkpoints.written);
-        lean_solved(files, size, phases, Lower::Stream, resumed, written).map(Some)
+        lean_solved(files, held, phases, Lower::Stream, resumed, written).map(Some)
     }
 
     /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its
@@ -511,7 +512,8 @@ impl Values {
     fn bytes(&self) -> Result<Bytes<'_>> {
         match self {
             Values::Held(b) => Ok(Bytes::Held(b)),
-            // SAFETY: the file is unnamed and owned here: nothing else can change it.
+            // SAFETY: the file is this build's own, unnamed or named in the folder it holds
+            // locked (DESIGN.md section 8): nothing else changes it while the map lives.
             Values::File(f, _) => unsafe { memmap2::Mmap::map(f) }
                 .map(Bytes::Mapped)
                 .map_err(|e| Error::io(VALUES_FILE, e)),
@@ -519,7 +521,7 @@ impl Values {
     }
 
     /// The values in memory, a file's read in.
-    fn held(self) -> Result<HugeBuf> {
+    pub(super) fn held(self) -> Result<HugeBuf> {
         match self {
             Values::Held(b) => Ok(b),
             Values::File(f, len) => {
@@ -568,7 +570,7 @@ impl Values {
     }
 }
 
-/// What solving a level of `size` positions with the lean state gave: its values (the
+/// What solving `size` positions of a level (a rank's slice) with the lean state gave: its values (the
 /// values file of `files`) and its report.
 fn lean_solved(
     files: LeanFiles,

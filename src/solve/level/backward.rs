@@ -335,15 +335,20 @@ impl Buffers {
 
     /// Appends another thread's outbox to this one.
     pub(crate) fn merge(&mut self, other: Vec<Vec<u8>>) {
-        if self.outbox.len() < other.len() {
-            self.outbox.resize(other.len(), Vec::new());
-        }
-        for (mine, theirs) in self.outbox.iter_mut().zip(other) {
-            if mine.is_empty() {
-                *mine = theirs;
-            } else {
-                mine.extend_from_slice(&theirs);
-            }
+        merge_outboxes(&mut self.outbox, other);
+    }
+}
+
+/// Appends the outbox `other` (messages per rank) to `mine`.
+pub(crate) fn merge_outboxes(mine: &mut Vec<Vec<u8>>, other: Vec<Vec<u8>>) {
+    if mine.len() < other.len() {
+        mine.resize(other.len(), Vec::new());
+    }
+    for (mine, theirs) in mine.iter_mut().zip(other) {
+        if mine.is_empty() {
+            *mine = theirs;
+        } else {
+            mine.extend_from_slice(&theirs);
         }
     }
 }

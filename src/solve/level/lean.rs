@@ -27,12 +27,15 @@ use std::sync::atomic::{
     AtomicBool, AtomicU64,
     Ordering::{Relaxed, SeqCst},
 };
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::backward::{merge_outboxes, Message, Remote, NO_PIT};
 use super::forward::{forward_stream, Window};
-use super::rounds::{NoSaves, Partition};
+use super::message;
+use super::rounds::{NoSaves, Owners, Partition, SEGMENT};
 use super::state::{exit_and_stay, Encoding};
 use super::{byte_state, lean_windows, Compact, Fast, PhaseTimes, StateKind};
 use crate::db::layout::largest_slice;
@@ -41,7 +44,7 @@ use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
 use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
 use crate::game::scan::{scan_exits, LowerValues, Stream, NO_EXIT};
-use crate::solve::comm::Comm;
+use crate::solve::comm::{together, Comm};
 use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
@@ -63,6 +66,8 @@ const PER_WORD: u64 = 32;
 /// Two bits per position, in words of 32 positions, updated atomically.
 struct Bits {
     words: Box<[AtomicU64]>,
+    /// Positions held.
+    len: u64,
 }
 
 impl Bits {
@@ -71,6 +76,7 @@ impl Bits {
             words: (0..len.div_ceil(PER_WORD))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            len,
         }
     }
 
@@ -210,25 +216,26 @@ impl LeanSaves for NoSaves {
     fn save(&mut self, _: &LeanFiles, _: u8, _: PhaseTimes) {}
 }
 
-/// Solves level `n` of `index`'s board with the lean state in `files`: from its start
-/// (`resumed` `None`: `forward` writes the best exits to the exits file, with
-/// [`exits_random`] or [`exits_stream`]), or from a checkpoint once every threshold above
-/// `next` is done (`resumed` is `next` and the times so far: the files are as they were
-/// then, but for values of thresholds `next` and below, which are cleared). `saves` says
-/// when a checkpoint is due between passes. Returns the time of the two passes; the
-/// values file then holds the level's values.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn solve_lean(
-    rules: Rules,
-    index: &Index,
-    n: usize,
+/// Solves `part`'s slice of its level with the lean state in `files` (each one byte a
+/// position of the slice): from its start (`resumed` `None`: `forward` writes the best
+/// exits to the exits file, with [`exits_random`] or [`exits_stream`]), or from a
+/// checkpoint once every threshold above `next` is done (`resumed` is `next` and the times
+/// so far: the files are as they were then, but for values of thresholds `next` and below,
+/// which are cleared). `saves` says when a checkpoint is due between passes. Over ranks
+/// each threshold goes in rounds, as the other states' (`rounds.rs`): what a pass settles
+/// or checks of another rank's position is sent to it at the round's end. Returns the time
+/// of the two passes; the values file then holds the slice's values. Collective over the
+/// partition's ranks: an error on one stops all.
+pub(crate) fn solve_lean<M: Comm>(
+    part: &Partition<M>,
     files: &LeanFiles,
-    progress: &LevelBar,
     resumed: Option<(u8, PhaseTimes)>,
     forward: impl FnOnce(&File) -> Result<()>,
     saves: &mut dyn LeanSaves,
 ) -> Result<PhaseTimes> {
-    let size = index.level_size(n);
+    let (comm, n) = (part.comm, part.n);
+    let base = part.mine.start;
+    let held = part.mine.end - base;
     let LeanFiles { exits, values } = files;
     let io = |what: &str, e| file_error(n, what, e);
     let fresh = resumed.is_none();
@@ -236,12 +243,15 @@ pub(crate) fn solve_lean(
         Some((next, times)) => (next, times),
         None => {
             let start = Instant::now();
-            for (file, what) in [(values, "values"), (exits, "exits")] {
-                // Zeros, whatever a file named so held before.
-                file.set_len(0).map_err(|e| io(what, e))?;
-                file.set_len(size).map_err(|e| io(what, e))?;
-            }
-            forward(exits)?;
+            let made = (|| {
+                for (file, what) in [(values, "values"), (exits, "exits")] {
+                    // Zeros, whatever a file named so held before.
+                    file.set_len(0).map_err(|e| io(what, e))?;
+                    file.set_len(held).map_err(|e| io(what, e))?;
+                }
+                forward(exits)
+            })();
+            together(comm, made, "could not make their exits files")?;
             let times = PhaseTimes {
                 forward: start.elapsed(),
                 backward: Duration::ZERO,
@@ -253,11 +263,11 @@ pub(crate) fn solve_lean(
         }
     };
     let start = Instant::now();
-    let state = Bits::new(size);
-    let chunks = size.div_ceil(CHUNK);
+    let state = Bits::new(held);
+    let chunks = held.div_ceil(CHUNK);
     let read_exits = |buf: &mut Vec<u8>, c: u64| {
         let first = c * CHUNK;
-        buf.resize(CHUNK.min(size - first) as usize, 0u8);
+        buf.resize(CHUNK.min(held - first) as usize, 0u8);
         exits.read_exact_at(buf, first).map_err(|e| io("exits", e))
     };
     // The state at `next`: the values above it won or lost, and open to a loss what has
@@ -265,7 +275,7 @@ pub(crate) fn solve_lean(
     // below, left by a pass stopped after the checkpoint, cleared (that pass runs again
     // and settles them again). From the start, `next` is `n`, and only the positions with
     // no exit are open: before any threshold's cascade may reach them.
-    (0..chunks).into_par_iter().try_for_each_init(
+    let rebuilt = (0..chunks).into_par_iter().try_for_each_init(
         || (Vec::new(), Vec::new()),
         |(b, v): &mut (Vec<u8>, Vec<u8>), c| {
             read_exits(b, c)?;
@@ -307,36 +317,34 @@ pub(crate) fn solve_lean(
             }
             Ok::<(), Error>(())
         },
-    )?;
+    );
+    together(comm, rebuilt, "could not read their lean state's files")?;
     let dirty: Vec<AtomicBool> = (0..chunks).map(|_| AtomicBool::new(false)).collect();
+    let size = part.index.level_size(n);
+    let remote = Owners {
+        size,
+        ranks: comm.size(),
+    };
     let pass = Pass {
-        rules,
-        index,
+        rules: part.rules,
+        index: part.index,
         n,
         state: &state,
         dirty: &dirty,
+        base,
+        remote: &remote,
     };
     for t in (1..=next as i8).rev() {
-        // Open, seed and settle, a chunk of the exits file at a time.
-        (0..chunks).into_par_iter().try_for_each_init(
-            || (Vec::new(), Work::default()),
-            |(buf, work), c| {
-                read_exits(buf, c)?;
-                let first = c * CHUNK;
-                let settled = pass.seed(buf, first, t, work);
-                progress.inc(settled);
-                Ok::<(), Error>(())
-            },
-        )?;
+        threshold(part, &pass, t, &read_exits)?;
         // The positions settled at `t` into the values file.
-        (0..chunks)
+        let merged = (0..chunks)
             .into_par_iter()
             .try_for_each_init(Vec::new, |buf, c| {
                 if !dirty[c as usize].swap(false, SeqCst) {
                     return Ok(());
                 }
                 let first = c * CHUNK;
-                buf.resize(CHUNK.min(size - first) as usize, 0u8);
+                buf.resize(CHUNK.min(held - first) as usize, 0u8);
                 values
                     .read_exact_at(buf, first)
                     .map_err(|e| io("values", e))?;
@@ -350,7 +358,8 @@ pub(crate) fn solve_lean(
                     }
                 }
                 values.write_all_at(buf, first).map_err(|e| io("values", e))
-            })?;
+            });
+        together(comm, merged, "could not write their values files")?;
         if t > 1 && saves.due() {
             let so_far = PhaseTimes {
                 backward: times.backward + start.elapsed(),
@@ -363,18 +372,92 @@ pub(crate) fn solve_lean(
     Ok(times)
 }
 
-/// One threshold's pass over the lean state.
+/// Threshold `t` over `part`'s slice, in rounds until no rank has anything left to send
+/// (as `rounds.rs` runs the other states'): in each, every rank scans the next chunks of
+/// its exits file (`read_exits` reads chunk `c`) and settles what follows among its own
+/// positions; what concerns another rank's goes out at the round's end, and is applied
+/// there. Over ranks a round scans one segment's chunks, which bounds what it sends; a
+/// process alone scans them all in one round and sends nothing.
+fn threshold<M: Comm>(
+    part: &Partition<M>,
+    pass: &Pass,
+    t: i8,
+    read_exits: &(dyn Fn(&mut Vec<u8>, u64) -> Result<()> + Sync),
+) -> Result<()> {
+    let (comm, progress, base) = (part.comm, part.progress, part.mine.start);
+    let ranks = comm.size();
+    let held = part.mine.end - base;
+    let chunks = held.div_ceil(CHUNK);
+    // Every rank knows the largest slice, so all run the same rounds.
+    let most = largest_slice(part.index.level_size(part.n), ranks).div_ceil(CHUNK);
+    let per_round = if ranks == 1 {
+        most.max(1)
+    } else {
+        (SEGMENT / CHUNK).max(1)
+    };
+    let rounds = most.div_ceil(per_round);
+    let sink: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let flush = |work: &mut Work| {
+        if work.outbox.iter().any(|b| !b.is_empty()) {
+            merge_outboxes(&mut sink.lock().unwrap(), std::mem::take(&mut work.outbox));
+        }
+    };
+    let mut k = 0;
+    loop {
+        if k < rounds {
+            let scan = (k * per_round).min(chunks)..((k + 1) * per_round).min(chunks);
+            // Open, seed and settle, a chunk of the exits file at a time.
+            let seeded = scan.into_par_iter().try_for_each_init(
+                || (Vec::new(), Work::default()),
+                |(buf, work), c| {
+                    read_exits(buf, c)?;
+                    progress.inc(pass.seed(buf, base + c * CHUNK, t, work));
+                    flush(work);
+                    Ok::<(), Error>(())
+                },
+            );
+            together(comm, seeded, "could not read their exits files")?;
+            k += 1;
+        }
+        let mut outbox = std::mem::take(&mut *sink.lock().unwrap());
+        outbox.resize(ranks, Vec::new());
+        let sent: u64 = outbox.iter().map(|b| b.len() as u64 / 8).sum();
+        if comm.sum(sent) == 0 {
+            // Nothing in flight anywhere.
+            if k >= rounds {
+                return Ok(());
+            }
+            continue;
+        }
+        let got = comm.exchange(outbox);
+        // Every part is whole 8-byte messages, so the buffer cuts anywhere on 8 bytes.
+        got.bytes()
+            .par_chunks(8 * CHUNK as usize)
+            .for_each_init(Work::default, |work, messages| {
+                progress.inc(pass.apply(messages, work));
+                flush(work);
+            });
+    }
+}
+
+/// One threshold's pass over the lean state of the positions `base..` of the level (the
+/// whole level in one process, a rank's slice over ranks).
 struct Pass<'a> {
     rules: Rules,
     index: &'a Index,
     n: usize,
+    /// The two bits of the positions held here, from `base` on.
     state: &'a Bits,
     /// Per chunk: whether a position of it was settled in this pass.
     dirty: &'a [AtomicBool],
+    /// The first index held here.
+    base: u64,
+    /// Where what concerns another rank's position goes.
+    remote: &'a dyn Remote,
 }
 
 /// A thread's buffers for a pass: the settled positions whose predecessors are to be
-/// updated, and the positions to check for a loss.
+/// updated, the positions to check for a loss, and the messages for other ranks.
 #[derive(Default)]
 struct Work {
     /// Settled positions, `true` when won.
@@ -383,10 +466,13 @@ struct Work {
     checks: Vec<Check>,
     /// The checks of the next round.
     next: Vec<Check>,
+    /// Messages for other ranks, per rank (empty in a single process).
+    outbox: Vec<Vec<u8>>,
 }
 
 /// A position open to a loss whose in-level children are being read, one a round: lost
-/// if every one is won.
+/// if every one is won. Over ranks the position may be another rank's, which asked for
+/// the children held here.
 #[derive(Clone, Copy)]
 struct Check {
     i: u64,
@@ -398,17 +484,30 @@ struct Check {
 }
 
 impl Check {
-    fn new(i: u64, board: Board) -> Check {
+    fn new(i: u64, board: Board, from: u8) -> Check {
         Check {
             i,
             board,
-            from: 0,
+            from,
             child: u64::MAX,
         }
     }
 }
 
 impl Pass<'_> {
+    /// Where position `i` of the level is in the state, if it is held here.
+    #[inline]
+    fn at(&self, i: u64) -> Option<u64> {
+        let at = i.wrapping_sub(self.base);
+        (at < self.state.len).then_some(at)
+    }
+
+    /// The state of position `i`, held here.
+    #[inline]
+    fn get(&self, i: u64) -> u64 {
+        self.state.get(i - self.base)
+    }
+
     /// Scans one chunk of the exits file (`exits`, from position `first`) at threshold
     /// `t`: seeds its wins (`b == t`), opens its positions with `b == -t` to a loss and
     /// checks them, and settles what follows. Returns the positions it settled.
@@ -435,8 +534,8 @@ impl Pass<'_> {
                     work.stack.push((index.unrank(n, i), true));
                     settled += 1;
                 } else if b == -t {
-                    self.state.change(i, |s| s == OPEN_NOT, OPEN);
-                    work.checks.push(Check::new(i, index.unrank(n, i)));
+                    self.state.change(i - self.base, |s| s == OPEN_NOT, OPEN);
+                    work.checks.push(Check::new(i, index.unrank(n, i), 0));
                 }
             }
             if work.checks.len() >= BATCH {
@@ -450,60 +549,125 @@ impl Pass<'_> {
         settled + self.drain_p::<P>(work)
     }
 
+    /// Takes in the messages other ranks sent (words of [`message`]) about positions held
+    /// here, and settles what follows, a batch at a time (the state words of a batch's
+    /// positions prefetched before any is read). Returns the positions it settled.
+    fn apply(&self, messages: &[u8], work: &mut Work) -> u64 {
+        with_pits!(self.index.pits_per_side(), P => self.apply_p::<P>(messages, work))
+    }
+
+    /// [`Pass::apply`] with the pits per side known at compile time.
+    fn apply_p<const P: usize>(&self, messages: &[u8], work: &mut Work) -> u64 {
+        let (index, n) = (self.index, self.n);
+        let mut settled = 0;
+        for batch in messages.chunks(8 * BATCH) {
+            for m in message::words(batch).map(message::decode) {
+                if let Message::Settled { qi, .. } | Message::Lost { qi } = m {
+                    self.state.prefetch(qi - self.base);
+                }
+            }
+            for m in message::words(batch).map(message::decode) {
+                match m {
+                    // A child of `qi` settled on another rank: as a predecessor here.
+                    Message::Settled { qi, won: false } => {
+                        if self.settle(qi, WON) {
+                            work.stack.push((index.unrank(n, qi), true));
+                            settled += 1;
+                        }
+                    }
+                    Message::Settled { qi, won: true } => {
+                        if self.get(qi) == OPEN {
+                            work.checks.push(Check::new(qi, index.unrank(n, qi), 0));
+                        }
+                    }
+                    // A check of `qi` found every child won.
+                    Message::Lost { qi } => {
+                        if self.settle(qi, LOST) {
+                            work.stack.push((index.unrank(n, qi), false));
+                            settled += 1;
+                        }
+                    }
+                    // A check of another rank's `qi`, going on at its child by `pit`.
+                    Message::Check { qi, pit, .. } => {
+                        work.checks.push(Check::new(qi, index.unrank(n, qi), pit));
+                    }
+                }
+            }
+            settled += self.check_p::<P>(work);
+            settled += self.drain_p::<P>(work);
+        }
+        settled
+    }
+
     /// Settles lost the positions of `work.checks` still open to a loss whose in-level
     /// children are all won, onto `work.stack`, and empties the checks. As the compact
     /// state's checks (DESIGN.md section 5.2), in rounds: each check's next child is ranked
     /// and prefetched, then, once every check has its own, the children are read; a check
     /// whose child is won goes on to the next round, one with no child left is lost. So the
     /// cache misses of a round overlap, and a check stops at its first child not won.
+    /// Over ranks a check whose next child is another rank's goes on there (a message), and
+    /// one of another rank's position that finds no child left tells it it is lost.
     /// Returns the positions it settled.
     fn check_p<const P: usize>(&self, work: &mut Work) -> u64 {
-        let (index, n, state) = (self.index, self.n, self.state);
+        let (index, n) = (self.index, self.n);
         let Work {
             stack,
             checks,
             next,
+            outbox,
         } = work;
-        checks.retain(|c| state.get(c.i) == OPEN);
+        checks.retain(|c| self.at(c.i).is_none() || self.get(c.i) == OPEN);
         let mut settled = 0;
         while !checks.is_empty() {
             next.clear();
             for c in checks.iter() {
                 let mut found = None;
                 for_each_stay_p::<P>(&c.board, self.rules, c.from as usize, |o, child| {
-                    found = Some((o, index.rank_in_p::<P>(child, n)));
+                    found = Some((o as u8, index.rank_in_p::<P>(child, n)));
                     false
                 });
                 match found {
-                    Some((o, ci)) => {
-                        state.prefetch(ci);
-                        next.push(Check {
-                            from: o as u8 + 1,
-                            child: ci,
-                            ..*c
-                        });
-                    }
-                    None => {
+                    Some((o, ci)) => match self.at(ci) {
+                        Some(at) => {
+                            self.state.prefetch(at);
+                            next.push(Check {
+                                from: o + 1,
+                                child: ci,
+                                ..*c
+                            });
+                        }
+                        None => {
+                            let m = Message::Check {
+                                qi: c.i,
+                                pit: o,
+                                skip: NO_PIT,
+                            };
+                            self.remote.send(outbox, ci, m);
+                        }
+                    },
+                    None if self.at(c.i).is_some() => {
                         if self.settle(c.i, LOST) {
                             stack.push((c.board, false));
                             settled += 1;
                         }
                     }
+                    None => self.remote.send(outbox, c.i, Message::Lost { qi: c.i }),
                 }
             }
             checks.clear();
-            checks.extend(next.iter().filter(|c| state.get(c.child) == WON));
+            checks.extend(next.iter().filter(|c| self.get(c.child) == WON));
         }
         settled
     }
 
-    /// Settles position `i` as `to` (won or lost) if it is unsettled (and, to lose it,
-    /// open to a loss); whether this call did.
+    /// Settles position `i` (held here) as `to` (won or lost) if it is unsettled (and, to
+    /// lose it, open to a loss); whether this call did.
     fn settle(&self, i: u64, to: u64) -> bool {
         let from = |s: u64| if to == WON { unsettled(s) } else { s == OPEN };
-        let done = self.state.change(i, from, to);
+        let at = i - self.base;
+        let done = self.state.change(at, from, to);
         if done {
-            self.dirty[(i / CHUNK) as usize].store(true, SeqCst);
+            self.dirty[(at / CHUNK) as usize].store(true, SeqCst);
         }
         done
     }
@@ -513,7 +677,8 @@ impl Pass<'_> {
     /// position's predecessors open to a loss are checked ([`Pass::check_p`]), and lost if
     /// every in-level child of theirs is won. Predecessors ranked near the board they are
     /// un-sown from, as the fast state's are (DESIGN.md section 5.2), and a long cascade
-    /// split with another thread. Returns the positions it settled.
+    /// split with another thread; a predecessor another rank holds is told of its child by
+    /// a message. Returns the positions it settled.
     fn drain_p<const P: usize>(&self, work: &mut Work) -> u64 {
         let (index, n) = (self.index, self.n);
         let made = &mut RankBase::default();
@@ -530,6 +695,7 @@ impl Pass<'_> {
                 };
                 let (a, b) =
                     rayon::join(|| self.drain_p::<P>(&mut half), || self.drain_p::<P>(work));
+                merge_outboxes(&mut work.outbox, half.outbox);
                 return settled + a + b;
             }
             preds.clear();
@@ -546,8 +712,16 @@ impl Pass<'_> {
                     |q, stored, top, low, near, _| {
                         if stored {
                             let qi = index.rank_pred_p::<P>(near, q, top, low);
-                            self.state.prefetch(qi);
-                            preds.push((qi, *q, won));
+                            match self.at(qi) {
+                                Some(at) => {
+                                    self.state.prefetch(at);
+                                    preds.push((qi, *q, won));
+                                }
+                                None => {
+                                    let m = Message::Settled { qi, won };
+                                    self.remote.send(&mut work.outbox, qi, m);
+                                }
+                            }
                         }
                     },
                 );
@@ -558,8 +732,8 @@ impl Pass<'_> {
                         work.stack.push((q, true));
                         settled += 1;
                     }
-                } else if self.state.get(qi) == OPEN {
-                    work.checks.push(Check::new(qi, q));
+                } else if self.get(qi) == OPEN {
+                    work.checks.push(Check::new(qi, q, 0));
                 }
             }
             settled += self.check_p::<P>(work);
@@ -616,8 +790,8 @@ mod tests {
                     let stream = |f: &File| exits_stream(&part, below, f);
                     let (a, b) = (files(dir.path()), files(dir.path()));
                     let saves = &mut NoSaves;
-                    solve_lean(rules, &index, n, &a, &bar, None, random, saves).unwrap();
-                    solve_lean(rules, &index, n, &b, &bar, None, stream, saves).unwrap();
+                    solve_lean(&part, &a, None, random, saves).unwrap();
+                    solve_lean(&part, &b, None, stream, saves).unwrap();
                     for (f, how) in [(a, "random"), (b, "stream")] {
                         assert!(
                             read_all(&f.values, truth[n].len()) == truth[n],
@@ -666,12 +840,20 @@ mod tests {
             let bar = LevelBar::new(false, 0, 0, "");
             let len = truth[n].len();
             let forward = |f: &File| exits_random(rules, &index, n, &below[..], f, &bar);
+            let part = Partition {
+                comm: &crate::solve::comm::Solo,
+                rules,
+                index: &index,
+                n,
+                mine: 0..len as u64,
+                progress: &bar,
+            };
             let mut copies = Copies {
                 len,
                 taken: Vec::new(),
             };
             let fresh = files(dir.path());
-            solve_lean(rules, &index, n, &fresh, &bar, None, forward, &mut copies).unwrap();
+            solve_lean(&part, &fresh, None, forward, &mut copies).unwrap();
             assert_eq!(read_all(&fresh.values, len), truth[n]);
             // After the forward pass and after every pass but the last.
             assert_eq!(copies.taken.len(), n);
@@ -689,7 +871,7 @@ mod tests {
                 assert_eq!(sum(&then).unwrap(), sum(&now).unwrap(), "{rules} at {next}");
                 let no_forward = |_: &File| -> Result<()> { unreachable!("resumed") };
                 let at = Some((*next, PhaseTimes::default()));
-                solve_lean(rules, &index, n, &now, &bar, at, no_forward, &mut NoSaves).unwrap();
+                solve_lean(&part, &now, at, no_forward, &mut NoSaves).unwrap();
                 assert!(
                     read_all(&now.values, len) == truth[n],
                     "{rules} level {n} resumed at {next} differs"

@@ -141,8 +141,7 @@ impl StateKind {
 
 /// The smallest state of whole bytes per position that holds a level of `seeds` seeds:
 /// compact, or fast above the compact state's 56. The lean state's streamed forward pass
-/// makes its windows in it, and a rank's slice is built in it where the lean state would
-/// be chosen (not built over ranks yet).
+/// makes its windows in it.
 pub(crate) fn byte_state(seeds: usize) -> StateKind {
     if seeds <= COMPACT_MAX_SEEDS {
         StateKind::Compact

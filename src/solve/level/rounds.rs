@@ -292,10 +292,10 @@ fn seed<E: Settle, M: Comm>(
 /// The ranks of a level, as the backward pass sends to them: each message to the outbox of
 /// the rank that holds the position it is for. (A single process holds every position and
 /// sends nothing.)
-struct Owners {
+pub(super) struct Owners {
     /// Positions of the level.
-    size: u64,
-    ranks: usize,
+    pub(super) size: u64,
+    pub(super) ranks: usize,
 }
 
 impl Remote for Owners {

@@ -2,7 +2,7 @@
 //! lower levels, the fastest that fits the memory unless the build asks for one
 //! (DESIGN.md section 5.2).
 
-use crate::solve::level::{byte_state, Lower, StateKind, COMPACT_MAX_SEEDS};
+use crate::solve::level::{Lower, StateKind, COMPACT_MAX_SEEDS};
 
 /// The default state size from which a random forward pass spills its state (the spilling of
 /// DESIGN.md section 5.2): 256 MiB.
@@ -107,10 +107,10 @@ pub fn way(request: &MethodRequest, level: &LevelMemory) -> LevelMethod {
 }
 
 /// How a rank builds its slice of `positions` positions of level `seeds`, given `free`
-/// bytes of its share of the node's memory ([`way`] asked for nothing but the stream):
-/// over ranks the lower levels are read as streams, with the fast state where the slice
-/// holds it, else the compact one (DESIGN.md section 5.4; the lean state is not built
-/// over ranks yet). The plan and the ranks' vote both ask this.
+/// bytes of its share of the node's memory: [`way`] asked for nothing but the stream,
+/// since over ranks the lower levels are read as streams (DESIGN.md section 5.4): the fast
+/// state where the slice holds it, else the compact one, else the lean one. The plan and
+/// the ranks' vote both ask this.
 pub(crate) fn slice_way(seeds: usize, positions: u64, free: Option<u64>) -> LevelMethod {
     let request = MethodRequest {
         lower: Some(Lower::Stream),
@@ -122,16 +122,7 @@ pub(crate) fn slice_way(seeds: usize, positions: u64, free: Option<u64>) -> Leve
         lower_bytes: 0,
         free,
     };
-    match way(&request, &level) {
-        LevelMethod {
-            state: StateKind::Lean,
-            lower,
-        } => LevelMethod {
-            state: byte_state(seeds),
-            lower,
-        },
-        chosen => chosen,
-    }
+    way(&request, &level)
 }
 
 #[cfg(test)]

@@ -188,7 +188,7 @@ pub fn plan(
             let buffers = STREAM_BUFFER * machine.cores.max(1) as u64;
             // A build over several ranks reads its slices of the lower levels as streams,
             // with the fast state where a node holds it and the buffers, else the compact
-            // one (DESIGN.md section 5.4).
+            // one, else the lean one (DESIGN.md section 5.4).
             let chosen = if ranks > 1 {
                 slice_way(n, slice, Some(machine.memory.saturating_sub(buffers)))
             } else {

@@ -110,7 +110,7 @@ pub fn check_slice_fits(
     kind: StateKind,
     here: usize,
 ) -> Result<()> {
-    let state = kind.bytes(slice);
+    let state = kind.peak_bytes(slice, n, Lower::Stream);
     if let Some(free) = memory_available() {
         let share = free / here.max(1) as u64;
         if state > share {
@@ -126,7 +126,9 @@ pub fn check_slice_fits(
             )));
         }
     }
-    let file = PAYLOAD_OFFSET as u64 + slice;
+    // The lean state's two files lie beside the slice (DESIGN.md section 5.6).
+    let scratch = if kind == StateKind::Lean { 2 * slice } else { 0 };
+    let file = PAYLOAD_OFFSET as u64 + slice + scratch;
     if let Some(free) = disk_available(dir) {
         if file > free {
             return Err(Error::Resources(format!(

@@ -3,24 +3,30 @@
 //! in rounds (the module above says how). The build of many levels, with checkpoints and
 //! files, is `solve::build`'s one driver.
 
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::Stream;
-use crate::solve::comm::Comm;
+use crate::solve::comm::{together, Comm};
 use crate::solve::level::message;
 use crate::solve::level::{
-    backward_pass, forward_stream, Compact, Fast, NoSaves, Partition, Settle, Stage, StateKind,
-    Window, COMPACT_MAX_SEEDS,
+    backward_pass, exits_stream, forward_stream, solve_lean, Compact, Fast, LeanFiles, NoSaves,
+    Partition, Settle, Stage, StateKind, Window, COMPACT_MAX_SEEDS,
 };
-use crate::util::LevelBar;
+use crate::util::{unnamed_file, LevelBar};
 
 /// Solves this rank's slice of level `n` with the solver state `kind` and the threads of
 /// the current rayon pool, reading this rank's slices of the lower levels from `lower` (in
 /// index order, `lower.read(m, start, ..)` from the start of the rank's slice of level
 /// `m`), and calls `f` with its values in index order. Every rank must use the same kind.
+/// The lean state keeps its two files (DESIGN.md section 5.6) unnamed in the system's
+/// temporary folder.
 ///
 /// # Errors
-/// Those of `lower`'s reads (every rank must then stop: the others are left waiting).
+/// Those of `lower`'s reads (every rank must then stop: the others are left waiting), and
+/// of the lean state's files (every rank stops).
 ///
 /// # Panics
 /// If the level holds `2^54` positions or more (more than a message can index), or the
@@ -48,10 +54,52 @@ pub fn solve_slice<M: Comm, S: Stream + ?Sized, T>(
             );
             solve_with::<Compact, M, S, T>(comm, rules, index, n, lower, f)
         }
-        StateKind::Lean => Err(crate::error::Error::Input(
-            "the lean state is built by one process for now".into(),
-        )),
+        StateKind::Lean => solve_lean_slice(comm, rules, index, n, lower, f),
     }
+}
+
+/// [`solve_slice`] with the lean state, its two files unnamed in the system's temporary
+/// folder (a build keeps them beside its slices).
+fn solve_lean_slice<M: Comm, S: Stream + ?Sized, T>(
+    comm: &M,
+    rules: Rules,
+    index: &Index,
+    n: usize,
+    lower: &S,
+    f: impl FnOnce(&[u8]) -> T,
+) -> crate::error::Result<T> {
+    // Ranks that are threads of one process share the folder: each file a name of its own.
+    static FILES: AtomicU64 = AtomicU64::new(0);
+    let scratch = |what: &str| {
+        let k = FILES.fetch_add(1, Relaxed);
+        let name = format!("awari-{}-{k}.{what}", std::process::id());
+        unnamed_file(&std::env::temp_dir().join(name))
+    };
+    let files = together(
+        comm,
+        (|| {
+            Ok(LeanFiles {
+                exits: scratch("exits")?,
+                values: scratch("values")?,
+            })
+        })(),
+        "could not make the lean state's files",
+    )?;
+    let bar = LevelBar::new(false, 0, n, "");
+    let part = Partition {
+        comm,
+        rules,
+        index,
+        n,
+        mine: crate::db::layout::slice(index.level_size(n), comm.size(), comm.rank()),
+        progress: &bar,
+    };
+    let forward = |exits: &std::fs::File| exits_stream(&part, lower, exits);
+    solve_lean(&part, &files, None, forward, &mut NoSaves)?;
+    let mut values = vec![0u8; (part.mine.end - part.mine.start) as usize];
+    let read = files.values.read_exact_at(&mut values, 0);
+    let read = read.map_err(|e| crate::error::Error::io("(the lean state's values file)", e));
+    Ok(f(&together(comm, read.map(|()| values), "could not read their values")?))
 }
 
 /// [`solve_slice`] with the state's encoding `E`.
@@ -158,7 +206,7 @@ mod tests {
                 let index = Index::new(pits, top).unwrap();
                 let truth = crate::solve::level::solve_in_memory(rules, &index, top);
                 for ranks in [1, 2, 3] {
-                    for kind in [StateKind::Fast, StateKind::Compact] {
+                    for kind in [StateKind::Fast, StateKind::Compact, StateKind::Lean] {
                         let got = solve_distributed(rules, pits, top, ranks, kind);
                         for n in 0..=top {
                             assert!(
