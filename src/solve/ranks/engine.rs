@@ -199,6 +199,25 @@ mod tests {
         }
     }
 
+    /// The lean state over three thread ranks on every board size, both rule sets: the
+    /// single process's levels (the other states' boards are in the test below).
+    #[test]
+    fn lean_slices_on_every_board_size() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (pits, top) in [(2, 24), (3, 12), (4, 12), (5, 11), (6, 10), (7, 9), (8, 8)] {
+                let index = Index::new(pits, top).unwrap();
+                let truth = crate::solve::level::solve_in_memory(rules, &index, top);
+                let got = solve_distributed(rules, pits, top, 3, StateKind::Lean);
+                for n in 0..=top {
+                    assert!(
+                        got[n] == truth[n],
+                        "{rules} P={pits} level {n} on 3 ranks, lean state, differs"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn slices_over_ranks_are_the_single_process_levels() {
         for rules in [Rules::Awari, Rules::Oware] {
