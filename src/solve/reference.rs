@@ -72,6 +72,12 @@ pub struct Reference {
     boards: Vec<Board>,
     at: BoardMap,
     values: Vec<i8>,
+    /// Node `i`'s moves are `edges[first[i]..first[i + 1]]`: child (or [`ENDS_GAME`]) and
+    /// seeds captured.
+    first: Vec<u64>,
+    edges: Vec<(u32, u8)>,
+    /// The value of a game over, [`NOT_TERMINAL`] for a node with moves.
+    terminal: Vec<i8>,
     /// The most sweeps value iteration took at one seed count.
     pub max_sweeps: usize,
 }
@@ -217,6 +223,9 @@ impl Reference {
             boards,
             at,
             values,
+            first,
+            edges,
+            terminal,
             max_sweeps,
         })
     }
@@ -244,6 +253,77 @@ impl Reference {
     /// Every reachable position and its value, in the order they were found.
     pub fn iter(&self) -> impl Iterator<Item = (&Board, i8)> + '_ {
         self.boards.iter().zip(self.values.iter().copied())
+    }
+
+    /// The distance to conversion of every position, in the order of [`Reference::iter`]:
+    /// 0 for a draw or a game over (DESIGN.md section 5.7). Found forward, apart from the
+    /// builder's retrograde rounds: in sweep `k`, a won position whose value a move keeps
+    /// that leaves its seed count (a capture, a game end, a move into a game over), or
+    /// that reaches a position given a distance in an earlier sweep, gets 1 plus the
+    /// least such; a lost one all of whose value-keeping moves are such gets 1 plus the
+    /// largest; until a sweep gives none.
+    pub fn distances(&self) -> Vec<u16> {
+        const UNSET: u16 = u16::MAX;
+        let len = self.boards.len();
+        let mut d: Vec<u16> = (0..len)
+            .map(|i| match (self.terminal[i], self.values[i]) {
+                (NOT_TERMINAL, 0) => 0,
+                (NOT_TERMINAL, _) => UNSET,
+                // A game over ends play: a move into one converts at once.
+                _ => 0,
+            })
+            .collect();
+        loop {
+            let given: Vec<(usize, u16)> = (0..len)
+                .into_par_iter()
+                .filter(|&i| d[i] == UNSET)
+                .filter_map(|i| {
+                    let v = self.values[i] as i16;
+                    let n = self.boards[i].seeds() as i16;
+                    // The plies each value-keeping move takes to convert, if known.
+                    let mut known = Vec::new();
+                    let mut unknown = false;
+                    let range = self.first[i] as usize..self.first[i + 1] as usize;
+                    for &(child, captured) in &self.edges[range] {
+                        let (worth, plies) = if child == ENDS_GAME {
+                            (n, Some(1))
+                        } else {
+                            let c = child as usize;
+                            let worth = captured as i16 - self.values[c] as i16;
+                            let plies = if captured > 0 {
+                                Some(1)
+                            } else {
+                                (d[c] != UNSET).then(|| d[c] + 1)
+                            };
+                            (worth, plies)
+                        };
+                        if worth == v {
+                            match plies {
+                                Some(p) => known.push(p),
+                                None => unknown = true,
+                            }
+                        }
+                    }
+                    let best = if v > 0 {
+                        known.iter().min()
+                    } else if unknown {
+                        None
+                    } else {
+                        known.iter().max()
+                    };
+                    best.map(|&p| (i, p))
+                })
+                .collect();
+            if given.is_empty() {
+                break;
+            }
+            for (i, p) in given {
+                d[i] = p;
+            }
+        }
+        d.into_iter()
+            .map(|x| if x == UNSET { 0 } else { x })
+            .collect()
     }
 }
 

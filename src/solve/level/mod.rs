@@ -54,7 +54,7 @@ pub(crate) use forward::{forward_pass, forward_stream, Forwarded, Window};
 pub(crate) use lean::{exits_random, exits_stream, solve_lean, LeanFiles, LeanSaves};
 pub(crate) use rounds::{backward_pass, NoSaves, Partition, Saves, Stage};
 pub use rounds::{SEGMENT, SEGMENT_SHIFT};
-pub(crate) use state::State;
+pub(crate) use state::{exit_and_stay, State};
 
 /// The solver state a level is built with (DESIGN.md section 5.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
