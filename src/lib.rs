@@ -55,6 +55,7 @@ pub use app::tablebase::{Outcome, Position, Tablebase, Value};
 pub use error::{Error, Result};
 pub use game::rules::Rules;
 pub use solve::build::{build, LevelReport, Lower, StateKind};
+pub use solve::dtc::{make_tables, DtcOptions, DtcReport};
 pub use solve::options::BuildOptions;
 pub use solve::plan::LevelMethod;
 pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
@@ -87,6 +88,7 @@ pub mod expert {
     pub use crate::app::line::{Conversion, CONVERSION_LIMIT};
     pub use crate::app::query::{draw, parse_counts, LINE_PLIES};
     pub use crate::db::checkpoint::CheckpointAt;
+    pub use crate::db::dtc::{dtc_path, DistanceHeader, DistanceTable};
     pub use crate::db::layout::{
         build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
     };

@@ -39,6 +39,10 @@ enum Command {
     /// values of its moves; with --deep, also solve every level again by an independent
     /// method and compare byte for byte.
     Verify(cmd::verify::VerifyArgs),
+    /// Add distance-to-conversion tables to built levels: for each won or lost position,
+    /// the plies to the next capture when both sides keep the value, which engines play a
+    /// won position out by.
+    Dtc(cmd::dtc::DtcArgs),
     /// Per level: positions, share won / drawn / lost by the side to move, mean, largest
     /// and smallest value, and the distribution of values; optionally an SVG chart.
     Stats(cmd::stats::StatsArgs),
@@ -117,6 +121,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Query(args) => cmd::query::run(args),
         Command::Play(args) => cmd::play::run(args),
         Command::Verify(args) => cmd::verify::run(args),
+        Command::Dtc(args) => cmd::dtc::run(args),
         Command::Stats(args) => cmd::stats::run(args),
         Command::Variants(args) => cmd::variants::run(args),
         Command::Bench(args) => cmd::bench::run(args),

@@ -181,7 +181,7 @@ fn base(command: &str, tried: &str, case: &Path) -> Vec<String> {
         "query" => words("1 1 1 1 1 0 0 0 0 0 0 0"),
         "play" if tried == "--seeds-per-pit" => vec![],
         "play" => words("--position 1 1 1 0 0 0 0 0 0 0 0 0"),
-        "verify" | "stats" => words("--levels 0..=3"),
+        "verify" | "stats" | "dtc" => words("--levels 0..=3"),
         "variants" => words("--pits 2 --rules awari --max-positions 1000 --reference-limit 1000"),
         "bench" if tried == "--dir" || tried == "--samples" => {
             words("--probe --max-seeds 3 --samples 100")

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod build;
 pub mod count;
+pub mod dtc;
 pub mod export;
 pub mod gather;
 pub mod import;

@@ -6,6 +6,7 @@
 //! level ([`checkpoint`]). DESIGN.md sections 4 and 6 to 9.
 
 pub mod checkpoint;
+pub mod dtc;
 pub mod layout;
 pub mod lock;
 pub mod model;

@@ -20,13 +20,21 @@
 //! the forward pass reads them at random; the distances are held in two bytes a position
 //! and a count of value-keeping moves in one, with a list of the positions of the round.
 
+use std::ops::RangeInclusive;
+use std::path::PathBuf;
 use std::sync::atomic::{
     AtomicU16, AtomicU8,
     Ordering::{Relaxed, SeqCst},
 };
+use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::db::dtc::{dtc_path, write_distances, DistanceTable};
+use crate::db::layout::{build_command, db_dir, present_levels, Expect};
+use crate::db::lock::DirLock;
+use crate::db::raw::Check;
+use crate::db::store::{LevelFile, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
@@ -225,6 +233,138 @@ fn distances_p<const P: usize, L: LowerValues + ?Sized>(
         longest,
         with_distance,
     })
+}
+
+/// What `awari dtc` is asked: the database, and which levels to make tables of.
+#[derive(Clone, Debug)]
+pub struct DtcOptions {
+    /// The root folder (as given to `awari build --dir`).
+    pub root: PathBuf,
+    /// The rule set of the database.
+    pub rules: Rules,
+    /// Pits per side of the database.
+    pub pits: usize,
+    /// The levels to make tables of; `None`: every level present, from 0 up to the first
+    /// gap.
+    pub levels: Option<RangeInclusive<usize>>,
+    /// Make every table again, even one that is there and good.
+    pub force: bool,
+    /// Draw progress bars on stderr.
+    pub progress: bool,
+}
+
+/// One level's distance table, as [`make_tables`] made or found it.
+#[derive(Clone, Debug)]
+pub struct DtcReport {
+    /// The level.
+    pub seeds: usize,
+    /// Positions of the level.
+    pub positions: u64,
+    /// Positions with a distance (won or lost, with moves).
+    pub with_distance: u64,
+    /// The longest distance, in plies.
+    pub longest: u16,
+    /// Bytes a distance in the file.
+    pub width: u8,
+    /// Wall time of making the table (0 for one kept).
+    pub seconds: f64,
+    /// The table was there and good, and kept.
+    pub kept: bool,
+}
+
+/// Makes the distance table of each level asked for (DESIGN.md sections 4.6 and 5.7),
+/// level by level from the lowest, each written beside its level once complete, calling
+/// `report` after each; a level whose table is there, good and made from its values is
+/// kept (unless `force`), so a stopped run goes on where it stopped. `warn` is told of a
+/// table refused and made again. The folder is locked as a build locks it. Every level
+/// below the highest asked for is read (a capture reaches them): raw levels mapped,
+/// packed ones decompressed into memory, each checked against its checksum.
+///
+/// # Errors
+/// A level missing or damaged, a folder held by another writer, a table that cannot be
+/// written, or values that are not a solution (see [`distances`]).
+pub fn make_tables(
+    opts: &DtcOptions,
+    mut report: impl FnMut(&DtcReport),
+    mut warn: impl FnMut(&str),
+) -> Result<Vec<DtcReport>> {
+    let dir = db_dir(&opts.root, opts.rules, opts.pits);
+    let range = match &opts.levels {
+        Some(r) => r.clone(),
+        None => {
+            let top = present_levels(&dir).ok_or_else(|| {
+                Error::Input(format!(
+                    "no levels in {}; build some first, e.g. `{}`",
+                    dir.display(),
+                    build_command(&opts.root, opts.rules, opts.pits, 16)
+                ))
+            })?;
+            0..=top
+        }
+    };
+    let (first, last) = (*range.start(), *range.end());
+    let index = Index::new(opts.pits, last)?;
+    let _lock = DirLock::acquire(&dir, "awari dtc")?;
+    let mut levels: Vec<LevelValues> = Vec::with_capacity(last + 1);
+    let mut out = Vec::new();
+    for n in 0..=last {
+        let want = Expect::level(opts.rules, &index, n);
+        let Some(level) = LevelFile::open(&dir, &want, Check::HeaderOnly)? else {
+            return Err(Error::Input(format!(
+                "level {n} is missing in {}: build levels 0..={last} first (`{}`)",
+                dir.display(),
+                build_command(&opts.root, opts.rules, opts.pits, last)
+            )));
+        };
+        let sum = level.header().checksum;
+        let below: Vec<&[u8]> = levels.iter().map(LevelValues::bytes).collect();
+        let values = level.into_checked_values(&below)?;
+        if n >= first {
+            let kept = match DistanceTable::open(&dir, &want, sum, Check::Full) {
+                Ok(Some(t)) if !opts.force => Some(t),
+                Ok(_) => None,
+                Err(e) => {
+                    warn(&format!("{}; made again", e.one_line()));
+                    None
+                }
+            };
+            let r = match kept {
+                Some(t) => {
+                    let h = t.header();
+                    DtcReport {
+                        seeds: n,
+                        positions: want.positions,
+                        with_distance: h.with_distance,
+                        longest: h.longest,
+                        width: h.width,
+                        seconds: 0.0,
+                        kept: true,
+                    }
+                }
+                None => {
+                    let started = Instant::now();
+                    let bar = LevelBar::new(opts.progress, want.positions * 2, n, "distances");
+                    let made = distances(opts.rules, &index, n, values.bytes(), &below[..], &bar)?;
+                    bar.finish();
+                    let head = write_distances(&dtc_path(&dir, n), &want, sum, &made.plies)?;
+                    DtcReport {
+                        seeds: n,
+                        positions: want.positions,
+                        with_distance: made.with_distance,
+                        longest: made.longest,
+                        width: head.width,
+                        seconds: started.elapsed().as_secs_f64(),
+                        kept: false,
+                    }
+                }
+            };
+            report(&r);
+            out.push(r);
+        }
+        drop(below);
+        levels.push(values);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -5,12 +5,13 @@
 //!
 //! The shared helpers live here; the tests sit in one file per command: [`query`] (its
 //! refusals, damaged and foreign levels, JSON, `--line`, `--stdin`), [`build`] (bad
-//! arguments, a full disk, resuming, the folder's lock), [`count`], [`bench`] and
-//! [`plan`].
+//! arguments, a full disk, resuming, the folder's lock), [`count`], [`bench`], [`dtc`]
+//! and [`plan`].
 
 mod bench;
 mod build;
 mod count;
+mod dtc;
 mod plan;
 mod query;
 

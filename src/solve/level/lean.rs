@@ -393,7 +393,7 @@ fn threshold<M: Comm>(
     let per_round = if ranks == 1 {
         most.max(1)
     } else {
-        (SEGMENT / CHUNK).max(1)
+        SEGMENT.div_ceil(CHUNK)
     };
     let rounds = most.div_ceil(per_round);
     let sink: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
