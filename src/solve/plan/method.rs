@@ -173,8 +173,13 @@ mod tests {
         assert_eq!(lean, StateKind::Compact.bytes(positions.div_ceil(4)));
         assert!(lean * 8 <= positions * 3, "{lean}");
         assert_eq!(at(0, &auto), w(StateKind::Lean, Lower::Stream));
+        // A rank's slice too: lean where the compact state does not fit.
         assert_eq!(
             slice_way(24, positions, Some(0)),
+            w(StateKind::Lean, Lower::Stream)
+        );
+        assert_eq!(
+            slice_way(24, positions, Some(compact)),
             w(StateKind::Compact, Lower::Stream)
         );
         // What is asked is kept, whatever the memory.
@@ -203,7 +208,7 @@ mod tests {
         assert_eq!(way(&auto, &fit), w(StateKind::Fast, Lower::Stream));
         assert_eq!(
             slice_way(57, positions, Some(0)),
-            w(StateKind::Fast, Lower::Stream)
+            w(StateKind::Lean, Lower::Stream)
         );
         assert_eq!(
             format!("{}", w(StateKind::Compact, Lower::Stream)),

@@ -441,9 +441,17 @@ mod tests {
             .iter()
             .find(|l| !l.fits_memory(&tiny))
             .map(|l| l.seeds);
-        // With the compact state, level 36 (a slice of 891.1 million positions) needs 1.00
-        // GB a rank besides its stream buffers, under 1 GiB; level 37 (a slice of 1,144.7
-        // million) 1.29 GB.
-        assert_eq!(first_too_big, Some(37));
+        // With the lean state (at its peak, its forward pass's window: the compact state of
+        // a quarter of the slice), level 41 (a slice of 2,941.4 million positions) needs
+        // 0.83 GB a rank besides its stream buffers, under 1 GiB; level 42 (a slice of
+        // 3,675.4 million) 1.03 GB. (The compact state stopped at level 37.)
+        assert_eq!(first_too_big, Some(42));
+        let p = plan(&index, 48, &tiny, 2.0, None, false).unwrap();
+        let lean = Some(LevelMethod {
+            state: StateKind::Lean,
+            lower: Lower::Stream,
+        });
+        assert_eq!(p[41].way, lean);
+        assert_eq!(p[37].way, lean);
     }
 }
