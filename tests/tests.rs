@@ -12,6 +12,7 @@ mod cli;
 mod crosscheck;
 mod dirs;
 mod docs;
+mod dtc;
 mod edges;
 mod golden;
 mod layers;

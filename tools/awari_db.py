@@ -495,6 +495,58 @@ class Level:
         return memoryview(self.map)[PAYLOAD_OFFSET:]
 
 
+DTC_MAGIC = b"AWARIDT\0"
+
+
+class Table:
+    """A level's distance table (`level-NNN.awd`, DESIGN.md section 4.6): its header
+    checked against its level's (the payload checksum is not read, as a raw level's is
+    not here), payload memory-mapped, one or two bytes a distance."""
+
+    def __init__(self, path: str, level: Level):
+        self.path = path
+        try:
+            with open(path, "rb") as f:
+                h = f.read(PAYLOAD_OFFSET)
+                if len(h) < PAYLOAD_OFFSET:
+                    raise self.bad(f"truncated: {len(h)} bytes, shorter than the "
+                                   f"{PAYLOAD_OFFSET}-byte header")
+                if h[0:8] != DTC_MAGIC:
+                    raise self.bad("not a distance table (bad magic)")
+                version, = struct.unpack_from("<I", h, 8)
+                if version != 1:
+                    raise self.bad(f"format version {version}, this tool reads version 1")
+                if _u64(h, 64) != xxh3_64(h[0:64]):
+                    raise self.bad("damaged header (header checksum mismatch)")
+                seeds, = struct.unpack_from("<I", h, 16)
+                lh = level.header
+                if (h[12], h[13], seeds, _u64(h, 24)) != (RULES.index(lh.rules), lh.pits,
+                                                          lh.seeds, lh.positions):
+                    raise self.bad("a table of another database or level")
+                self.width = h[40]
+                if self.width not in (1, 2):
+                    raise self.bad(f"unknown width {self.width}")
+                if _u64(h, 48) != lh.checksum:
+                    raise self.bad(f"made from other values than level {lh.seeds}'s: the level "
+                                   f"was built again; run `awari dtc` again")
+                want = PAYLOAD_OFFSET + lh.positions * self.width
+                length = os.fstat(f.fileno()).st_size
+                if length != want:
+                    raise self.bad(f"truncated or padded: {length} bytes, a table of "
+                                   f"{lh.positions} positions has {want}")
+                self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise self.bad(f"{e.strerror} (os error {e.errno})") from None
+
+    def bad(self, problem: str) -> ToolError:
+        return ToolError(f"{self.path}: {problem}")
+
+    def distance(self, index: int) -> int | None:
+        at = PAYLOAD_OFFSET + index * self.width
+        d = self.map[at] if self.width == 1 else self.map[at] | self.map[at + 1] << 8
+        return d or None
+
+
 def open_level(root: str, rules: str, p: int, n: int) -> Level | None:
     """Level `n` of the database under `root`; None if it has no file at all."""
     dir = os.path.join(root, f"{rules}-{p}")
@@ -519,6 +571,7 @@ class Database:
         self.dir = os.path.join(root, f"{rules}-{pits}")
         self.max_seeds = max_supported(pits)
         self.levels: dict[int, Level] = {}
+        self.tables: dict[int, Table | None] = {}
 
     def build_command(self, seeds: int) -> str:
         return awari_command(f"build --max-seeds {seeds}", self.root, self.rules, self.pits)
@@ -532,6 +585,23 @@ class Database:
                 raise MissingLevel(self, n, n)
             self.levels[n] = level
         return self.levels[n]
+
+    def table(self, n: int) -> Table | None:
+        """Level `n`'s distance table; None if it has none."""
+        if n not in self.tables:
+            path = os.path.join(self.dir, f"level-{n:03}.awd")
+            level = self.level(n)
+            self.tables[n] = Table(path, level) if os.path.exists(path) else None
+        return self.tables[n]
+
+    def distance(self, board: tuple[int, ...]) -> int | None:
+        """The distance to conversion (DESIGN.md section 5.7); None for a draw, a game
+        over, or a level without a table."""
+        n = sum(board)
+        if is_stored(board, self.pits):
+            t = self.table(n)
+            return t.distance(rank(board, self.pits)) if t else None
+        return self.analyze(board)["distance"]
 
     def board(self, counts: list[int]) -> tuple[int, ...]:
         p = self.pits
@@ -574,9 +644,34 @@ class Database:
         if stored and (v := self.stored_value(board)) != value:
             raise self.level(n).bad(f"inconsistent: position {' '.join(map(str, board))} is stored "
                                     f"as {v} but its moves give {value}; run `awari verify`")
+        table = self.table(n)
+        for m, mv in zip(legal.moves, moves):
+            converts = (m.ends_game or m.captured > 0
+                        or legal_moves(m.child, self.pits, self.rules).terminal is not None)
+            if table is None:
+                mv["distance"] = None
+            elif converts:
+                mv["distance"] = 1
+            else:
+                d = self.distance(m.child)  # an in-level child is stored
+                mv["distance"] = None if d is None else d + 1
+        keeping = [mv["distance"] for mv in moves if mv["value"] == value]
+        distance = None
+        if table is not None and game_over is None and value != 0:
+            if value > 0:
+                distance = min((d for d in keeping if d is not None), default=None)
+            elif None not in keeping:
+                distance = max(keeping, default=None)
+        if stored and table is not None:
+            d = table.distance(rank(board, self.pits))
+            if d != distance:
+                raise table.bad(f"inconsistent: position {' '.join(map(str, board))} has "
+                                f"distance {d} in the table but its moves give {distance}; run "
+                                f"`awari dtc --force --levels {n}`")
         return {"rules": self.rules, "pits": list(board), "seeds": n, "value": value,
                 "stored": stored, "moves": moves,
-                "best": [m["pit"] for m in moves if m["value"] == value], "game_over": game_over}
+                "best": [m["pit"] for m in moves if m["value"] == value], "game_over": game_over,
+                "distance": distance}
 
 
 def parse_counts(words: list[str]) -> list[int]:
@@ -616,11 +711,17 @@ def report(db: Database, a: dict) -> str:
             f"({verdict(a['value'])})\n")
     if a["game_over"]:
         out += f"game over: {a['game_over']}\n"
+    if a["distance"] is not None:
+        out += (f"distance to conversion: {a['distance']} plies (the next capture or the game's "
+                f"end, both sides keeping the value)\n")
+    # The distances column where the level has a table (`awari dtc`).
+    tables = any(m["distance"] is not None for m in a["moves"])
     if a["moves"]:
-        out += f"{'move':>5} {'value':>6} {'captures':>9}\n"
+        out += f"{'move':>5} {'value':>6} {'captures':>9}" + ("  distance" if tables else "") + "\n"
         for m in a["moves"]:
             name = f"{chr(ord('a') + m['pit'])} ({m['pit']})"
-            out += (f"{name:>5} {m['value']:>+6d} {m['captured']:>9}"
+            d = "" if not tables else f" {m['distance'] if m['distance'] is not None else '-':>8}"
+            out += (f"{name:>5} {m['value']:>+6d} {m['captured']:>9}{d}"
                     + ("  best" if m["pit"] in a["best"] else "")
                     + ("  (ends the game)" if m["ends_game"] else "") + "\n")
     return out

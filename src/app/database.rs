@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+use crate::db::dtc::DistanceTable;
 use crate::db::layout::{build_command, db_dir, missing_level, Expect};
 use crate::db::model::{bound_of, Bound, Model};
 use crate::db::raw::Check;
@@ -24,6 +25,8 @@ pub struct Database {
     pits: usize,
     index: Index,
     levels: Vec<OnceLock<LevelFile>>,
+    /// Each level's distance table, if it has one (DESIGN.md section 4.6).
+    tables: Vec<OnceLock<Option<DistanceTable>>>,
 }
 
 /// One legal move and what it is worth to the side to move.
@@ -37,6 +40,11 @@ pub struct MoveValue {
     pub captured: u8,
     /// The game ends with this move (the mover takes every seed left).
     pub ends_game: bool,
+    /// Plies to the first conversion after this move, both sides keeping the values from
+    /// then on (DESIGN.md section 5.7): 1 for a capture, a game end or a move into a game
+    /// over, else 1 plus the child's distance; `None` where the child is drawn, or the
+    /// level has no distance table.
+    pub distance: Option<u16>,
 }
 
 /// A position, its value and the value of each move.
@@ -58,6 +66,11 @@ pub struct Analysis {
     pub best: Vec<u8>,
     /// Why the game is over, if it is.
     pub game_over: Option<&'static str>,
+    /// Plies to the first conversion (a capture or the game's end) when both sides keep
+    /// the value, the winner converting as soon as it can and the loser as late as it
+    /// can (DESIGN.md section 5.7); `None` for a draw, a game over, or a level without a
+    /// distance table (`awari dtc` makes them).
+    pub distance: Option<u16>,
 }
 
 impl std::fmt::Debug for Database {
@@ -84,6 +97,7 @@ impl Database {
             pits,
             index,
             levels: (0..=max).map(|_| OnceLock::new()).collect(),
+            tables: (0..=max).map(|_| OnceLock::new()).collect(),
         })
     }
 
@@ -123,6 +137,36 @@ impl Database {
         };
         let _ = cell.set(level);
         Ok(cell.get().unwrap())
+    }
+
+    /// Level `n`'s distance table, opened and checked (against its checksum and its
+    /// level's values) on first use; `None` if the level has none.
+    pub fn distances(&self, n: usize) -> Result<Option<&DistanceTable>> {
+        let cell = self.tables.get(n).ok_or_else(|| {
+            Error::Input(format!("{n} seeds: more than this board size supports"))
+        })?;
+        if let Some(t) = cell.get() {
+            return Ok(t.as_ref());
+        }
+        let values = self.level(n)?.header().checksum;
+        let want = Expect::level(self.rules, &self.index, n);
+        let table = DistanceTable::open(&self.dir, &want, values, Check::Full)?;
+        let _ = cell.set(table);
+        Ok(cell.get().unwrap().as_ref())
+    }
+
+    /// The distance to conversion of a position (DESIGN.md section 5.7), in plies; `None`
+    /// for a draw, a game over, or a level without a distance table.
+    pub fn distance(&self, board: &Board) -> Result<Option<u16>> {
+        self.check_board(board)?;
+        if board.is_stored() {
+            let n = board.seeds();
+            return Ok(match self.distances(n)? {
+                Some(t) => t.distance(self.index.rank_in(board, n)),
+                None => None,
+            });
+        }
+        Ok(self.analyze(board)?.distance)
     }
 
     /// A level missing below `n`, found while probing a position of `n` seeds: the command
@@ -208,7 +252,23 @@ impl Database {
                 value,
                 captured: m.captured,
                 ends_game: m.ends_game,
+                distance: None,
             });
+        }
+        // After the values: a missing level the moves need is named first.
+        let tables = self.distances(n).map_err(|e| self.needs(e, n))?.is_some();
+        if tables {
+            for (m, mv) in legal.as_slice().iter().zip(&mut moves) {
+                let converts = m.ends_game
+                    || m.captured > 0
+                    || legal_moves(&m.child, self.rules).terminal_value.is_some();
+                mv.distance = if converts {
+                    Some(1)
+                } else {
+                    // An in-level child is stored (DESIGN.md section 3.6): its table's.
+                    self.distance(&m.child)?.map(|d| d.saturating_add(1))
+                };
+            }
         }
         let (value, game_over) = match legal.terminal_value {
             Some(v) if v < 0 || n == 0 => {
@@ -237,6 +297,32 @@ impl Database {
             .filter(|m| m.value == value)
             .map(|m| m.pit)
             .collect();
+        // The winner's nearest value-keeping move, the loser's farthest.
+        let keeping = moves
+            .iter()
+            .filter(|m| m.value == value)
+            .map(|m| m.distance);
+        let distance = match value {
+            _ if !tables || game_over.is_some() || value == 0 => None,
+            1.. => keeping.flatten().min(),
+            _ => keeping
+                .collect::<Option<Vec<u16>>>()
+                .and_then(|d| d.into_iter().max()),
+        };
+        if stored && tables {
+            let n = board.seeds();
+            let table = self.distances(n)?.expect("the level has a table");
+            let d = table.distance(self.index.rank_in(board, n));
+            if d != distance {
+                return Err(Error::format(
+                    table.path(),
+                    format!(
+                        "inconsistent: position {board} has distance {d:?} in the table but \
+                         its moves give {distance:?}; run `awari dtc --force --levels {n}`"
+                    ),
+                ));
+            }
+        }
         Ok(Analysis {
             pits: board.pits().to_vec(),
             seeds: n,
@@ -245,6 +331,7 @@ impl Database {
             moves,
             best,
             game_over,
+            distance,
         })
     }
 }

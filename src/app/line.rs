@@ -124,9 +124,11 @@ impl Database {
     /// - a loss: the best move that stays in the level whose child is furthest from
     ///   conversion, else the first best move.
     ///
-    /// So play realises the value instead of circling. `conversion` keeps what the
-    /// search for distances learnt between calls (one per line or game); if it gives up
-    /// (see [`CONVERSION_LIMIT`]), the first best move is played.
+    /// So play realises the value instead of circling. Where the level has a distance
+    /// table (`awari dtc`), the distances are read from it: the winner plays the best move
+    /// of least distance, the loser the one of most. Else they are searched for:
+    /// `conversion` keeps what the search learnt between calls (one per line or game); if
+    /// it gives up (see [`CONVERSION_LIMIT`]), the first best move is played.
     pub fn perfect_move(
         &self,
         pos: &Board,
@@ -144,6 +146,21 @@ impl Database {
         let first = best[0];
         if a.value == 0 {
             return Ok(first);
+        }
+        if a.distance.is_some() {
+            // The level's distance table (DESIGN.md section 5.7): the winner's nearest
+            // value-keeping move, the loser's farthest, the lowest pit among equals.
+            let keeping = legal
+                .as_slice()
+                .iter()
+                .zip(&a.moves)
+                .filter(|(_, mv)| mv.value == a.value);
+            let pick = if a.value > 0 {
+                keeping.min_by_key(|(_, mv)| mv.distance.unwrap_or(u16::MAX))
+            } else {
+                keeping.max_by_key(|(_, mv)| (mv.distance, std::cmp::Reverse(mv.pit)))
+            };
+            return Ok(*pick.expect("a best move").0);
         }
         let exit = best.iter().find(|m| !m.stays_in_level()).copied();
         let inside: Vec<Move> = best.into_iter().filter(|m| m.stays_in_level()).collect();

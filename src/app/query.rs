@@ -50,6 +50,7 @@ impl Database {
             "moves": a.moves,
             "best": a.best,
             "game_over": a.game_over,
+            "distance": a.distance,
         });
         if line {
             let l = self.line(board, LINE_PLIES)?;

@@ -57,7 +57,14 @@ pub fn run(args: DtcArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     println!(
         "{:>5} {:>15} {:>15} {:>7} {:>5} {:>9} {:>12} {:>9}",
-        "level", "positions", "with distance", "longest", "bytes", "seconds", "pos/s/thread", "peak"
+        "level",
+        "positions",
+        "with distance",
+        "longest",
+        "bytes",
+        "seconds",
+        "pos/s/thread",
+        "peak"
     );
     let print = |r: &DtcReport| {
         let rate = if r.kept || r.seconds <= 0.0 {

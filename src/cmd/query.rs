@@ -104,15 +104,37 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     if let Some(why) = a.game_over {
         writeln!(out, "game over: {why}")?;
     }
+    if let Some(d) = a.distance {
+        writeln!(
+            out,
+            "distance to conversion: {d} plies (the next capture or the game's end, both \
+             sides keeping the value)"
+        )?;
+    }
+    // The distances column where the level has a table (`awari dtc`).
+    let tables = a.moves.iter().any(|m| m.distance.is_some());
+    let distance = |d: Option<u16>| match (tables, d) {
+        (false, _) => String::new(),
+        (true, Some(d)) => format!(" {d:>8}"),
+        (true, None) => format!(" {:>8}", "-"),
+    };
     if !a.moves.is_empty() {
-        writeln!(out, "{:>5} {:>6} {:>9}", "move", "value", "captures")?;
+        writeln!(
+            out,
+            "{:>5} {:>6} {:>9}{}",
+            "move",
+            "value",
+            "captures",
+            if tables { "  distance" } else { "" }
+        )?;
         for m in &a.moves {
             writeln!(
                 out,
-                "{:>5} {:>+6} {:>9}{}{}",
+                "{:>5} {:>+6} {:>9}{}{}{}",
                 pit_name(m.pit),
                 m.value,
                 m.captured,
+                distance(m.distance),
                 if a.best.contains(&m.pit) {
                     "  best"
                 } else {

@@ -97,7 +97,11 @@ pub fn write_distances(
     values: u64,
     plies: &[u16],
 ) -> Result<DistanceHeader> {
-    assert_eq!(plies.len() as u64, expect.positions, "a distance per position");
+    assert_eq!(
+        plies.len() as u64,
+        expect.positions,
+        "a distance per position"
+    );
     let longest = plies.iter().copied().max().unwrap_or(0);
     let width: u8 = if longest <= u8::MAX as u16 { 1 } else { 2 };
     let mut file = TmpFile::create(path)?;
@@ -252,7 +256,10 @@ mod tests {
                 std::fs::write(&path, bytes).unwrap();
                 let e = DistanceTable::open(dir.path(), &want, values, Check::Full).unwrap_err();
                 let line = e.to_string();
-                assert!(line.contains(says) && line.contains("level-006.awd"), "{line}");
+                assert!(
+                    line.contains(says) && line.contains("level-006.awd"),
+                    "{line}"
+                );
                 assert!(!line.contains('\n'), "{line}");
             };
             refused(&good, 0xabd, "made from other values");

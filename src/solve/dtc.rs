@@ -282,7 +282,8 @@ pub struct DtcReport {
 ///
 /// # Errors
 /// A level missing or damaged, a folder held by another writer, a table that cannot be
-/// written, or values that are not a solution (see [`distances`]).
+/// written, or values that are not the levels' solution (a position with a value that
+/// no value-keeping line converts).
 pub fn make_tables(
     opts: &DtcOptions,
     mut report: impl FnMut(&DtcReport),

@@ -55,16 +55,26 @@ fn plan_gives_level_sizes_memory_and_what_does_not_fit() {
     assert!(out.contains("every level fits"), "{out}");
     assert!(out.contains("2000000 positions/s/thread"), "{out}");
     // 8 GB nodes: the fast state up to level 42, the compact one from level 43 (73.1
-    // billion positions, 5.2 GB a node); level 46 (9.6 GB a node even compact) is the
-    // first too big.
+    // billion positions, 5.2 GB a node), the lean one from level 46 (9.6 GB a node even
+    // compact; lean 2.4 GB): every level fits, level 48 in 3.6 GB a node.
     let out = run("8");
     assert_eq!(row(&out, 42)[2], "fast/stream", "{out}");
     assert_eq!(row(&out, 43)[2], "compact/stream", "{out}");
+    assert_eq!(row(&out, 45)[2], "compact/stream", "{out}");
+    assert_eq!(row(&out, 46)[2], "lean/stream", "{out}");
+    assert_eq!(&row(&out, 48)[2..5], ["lean/stream", "3.6", "GB"], "{out}");
+    assert!(out.contains("every level fits"), "{out}");
+    // 2 GB nodes: compact from level 37, lean from 39; level 46 (2.4 GB a node even lean)
+    // is the first too big.
+    let out = run("2");
+    assert_eq!(row(&out, 36)[2], "fast/stream", "{out}");
+    assert_eq!(row(&out, 37)[2], "compact/stream", "{out}");
+    assert_eq!(row(&out, 39)[2], "lean/stream", "{out}");
     assert_eq!(row(&out, 45).last().unwrap(), "yes", "{out}");
     assert_eq!(row(&out, 46).last().unwrap(), "memory", "{out}");
     assert!(
         out.contains("memory: level 46 is the first that does not fit")
-            && out.contains("every level fits on 29 nodes of 8.0 GB"),
+            && out.contains("every level fits on 29 nodes of 2.0 GB"),
         "{out}"
     );
     // One node of 256 GB and 64 cores: every level fits, level 48 with the compact state

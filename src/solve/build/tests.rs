@@ -318,7 +318,11 @@ fn ranks_resume_from_their_checkpoints_together() {
                 .div_ceil(crate::solve::level::SEGMENT);
         assert!(segments > 2, "{segments} segments");
         // The lean state saves between thresholds only: the last before threshold 1.
-        let inside = if kind == StateKind::Lean { 0 } else { segments - 1 };
+        let inside = if kind == StateKind::Lean {
+            0
+        } else {
+            segments - 1
+        };
         assert_eq!((t.next, t.segment as u64), (1, inside));
         let (_, resumed, said) = solve_saved(root, n, ranks, kind, false);
         assert_eq!(resumed, vec![Some(t); ranks]);

@@ -431,12 +431,13 @@ fn threshold<M: Comm>(
         }
         let got = comm.exchange(outbox);
         // Every part is whole 8-byte messages, so the buffer cuts anywhere on 8 bytes.
-        got.bytes()
-            .par_chunks(8 * CHUNK as usize)
-            .for_each_init(Work::default, |work, messages| {
+        got.bytes().par_chunks(8 * CHUNK as usize).for_each_init(
+            Work::default,
+            |work, messages| {
                 progress.inc(pass.apply(messages, work));
                 flush(work);
-            });
+            },
+        );
     }
 }
 

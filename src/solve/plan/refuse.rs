@@ -127,7 +127,11 @@ pub fn check_slice_fits(
         }
     }
     // The lean state's two files lie beside the slice (DESIGN.md section 5.6).
-    let scratch = if kind == StateKind::Lean { 2 * slice } else { 0 };
+    let scratch = if kind == StateKind::Lean {
+        2 * slice
+    } else {
+        0
+    };
     let file = PAYLOAD_OFFSET as u64 + slice + scratch;
     if let Some(free) = disk_available(dir) {
         if file > free {

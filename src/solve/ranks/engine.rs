@@ -99,7 +99,11 @@ fn solve_lean_slice<M: Comm, S: Stream + ?Sized, T>(
     let mut values = vec![0u8; (part.mine.end - part.mine.start) as usize];
     let read = files.values.read_exact_at(&mut values, 0);
     let read = read.map_err(|e| crate::error::Error::io("(the lean state's values file)", e));
-    Ok(f(&together(comm, read.map(|()| values), "could not read their values")?))
+    Ok(f(&together(
+        comm,
+        read.map(|()| values),
+        "could not read their values",
+    )?))
 }
 
 /// [`solve_slice`] with the state's encoding `E`.
