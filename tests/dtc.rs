@@ -4,7 +4,7 @@
 //! realises its value; the search the tables replace gives the same distances.
 
 use awari::expert::{Conversion, Database, Index};
-use awari::{make_tables, DtcOptions, Rules};
+use awari::{make_tables, DtcOptions, Position, Rules, Tablebase};
 
 use crate::common::build_levels;
 
@@ -47,6 +47,7 @@ fn lines_convert_in_exactly_the_distance() {
             std::fs::copy(with.dir().join(&name), bare_dir.join(&name)).unwrap();
         }
         let without = Database::open(bare.path(), rules, 6).unwrap();
+        let tb = Tablebase::open_rules(tmp.path(), rules).unwrap();
         let index = Index::new(6, top).unwrap();
         let mut draws = Draws(0x5eed ^ rules as u64);
         let mut searched = Conversion::new();
@@ -70,6 +71,10 @@ fn lines_convert_in_exactly_the_distance() {
             );
             assert_eq!(without.distance(&board).unwrap(), None);
             let line = with.line(&board, 10_000).unwrap();
+            // The tablebase's probes say the same.
+            let pos = Position::from(board);
+            assert_eq!(tb.probe_distance(&pos).unwrap(), Some(d));
+            assert_eq!(tb.best_move(&pos).unwrap(), Some(line.plies[0].pit));
             // The first conversion: the first capture, else the line's last ply (the game
             // ends with it or right after it).
             let first = line

@@ -267,6 +267,48 @@ impl Tablebase {
     pub fn line(&self, pos: &Position, max_plies: usize) -> Result<Line> {
         self.database(pos.pits_per_side())?.line(&pos.0, max_plies)
     }
+
+    /// The distance to conversion of `pos` (DESIGN.md section 5.7): the plies to the next
+    /// capture or the game's end when both sides keep the value, the winner converting as
+    /// soon as it can and the loser as late as it can. `None` for a draw, a game over, or
+    /// a level without a distance table (`awari dtc` makes them). Probe it beside the
+    /// value, as chess engines probe Syzygy's DTZ beside its WDL.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), awari::Error> {
+    /// let tb = awari::Tablebase::open("db/oware-6")?;
+    /// let pos: awari::Position = "2 0 1 0 3 0 0 0 1 0 0 2".parse()?;
+    /// if let Some(d) = tb.probe_distance(&pos)? {
+    ///     println!("{}, converted in {d} plies", tb.probe(&pos)?);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn probe_distance(&self, pos: &Position) -> Result<Option<u16>> {
+        self.database(pos.pits_per_side())?.distance(&pos.0)
+    }
+
+    /// The move perfect play makes in `pos`, its pit (0-based, side to move); `None` if
+    /// the game is over. A best move; where the level has a distance table, the winner's
+    /// of least distance and the loser's of most (lowest pit among equals), so that a won
+    /// game is converted, not played round a cycle; else found by a search (see
+    /// [`Database::perfect_move`]).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), awari::Error> {
+    /// let tb = awari::Tablebase::open("db/oware-6")?;
+    /// let pos: awari::Position = "2 0 1 0 3 0 0 0 1 0 0 2".parse()?;
+    /// assert_eq!(tb.best_move(&pos)?, Some(2)); // pit c: wins by 5 in 4 plies
+    /// # Ok(()) }
+    /// ```
+    pub fn best_move(&self, pos: &Position) -> Result<Option<u8>> {
+        let db = self.database(pos.pits_per_side())?;
+        let a = db.analyze(&pos.0)?;
+        if a.game_over.is_some() {
+            return Ok(None);
+        }
+        let mut search = crate::app::line::Conversion::new();
+        Ok(Some(db.perfect_move(&pos.0, &a, &mut search)?.pit))
+    }
 }
 
 #[cfg(test)]

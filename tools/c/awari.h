@@ -86,6 +86,19 @@ int awari_probe(const awari_tb *tb, const unsigned char *counts, size_t n, int *
 int awari_moves(const awari_tb *tb, const unsigned char *counts, size_t n,
                 awari_move *out, size_t cap, size_t *len, int *value);
 
+/* The distance to conversion of the position, stored in `*plies`: the plies to the
+ * next capture or the game's end when both sides keep the value, the winner converting
+ * as soon as it can and the loser as late as it can; 0 for a draw, a game over, or a
+ * level without a distance table (`awari dtc` makes them). Returns AWARI_OK or an
+ * awari_error (then `*plies` is left alone). */
+int awari_distance(const awari_tb *tb, const unsigned char *counts, size_t n, int *plies);
+
+/* The move perfect play makes in the position, its pit (0-based, side to move) in
+ * `*pit`, -1 when the game is over: a best move; where the level has a distance table,
+ * the winner's of least distance and the loser's of most, so that a won game is
+ * converted rather than played round a cycle. Returns AWARI_OK or an awari_error. */
+int awari_best_move(const awari_tb *tb, const unsigned char *counts, size_t n, int *pit);
+
 /* The message of this thread's last failure, "" after a success (never NULL). Valid
  * until the next call of this library on this thread. */
 const char *awari_last_error(void);

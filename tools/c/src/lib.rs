@@ -266,6 +266,46 @@ pub unsafe extern "C" fn awari_moves(
     .unwrap_or_else(|c| c)
 }
 
+/// The distance to conversion of a position: see awari.h.
+#[no_mangle]
+pub unsafe extern "C" fn awari_distance(
+    tb: *const AwariTb,
+    counts: *const u8,
+    n: usize,
+    plies: *mut c_int,
+) -> c_int {
+    guard(|| {
+        if plies.is_null() {
+            return Err(input("plies is NULL"));
+        }
+        let (tb, pos) = unsafe { position_arg(tb, counts, n) }?;
+        let d = tb.probe_distance(&pos)?;
+        unsafe { *plies = d.map_or(0, c_int::from) };
+        Ok(AWARI_OK)
+    })
+    .unwrap_or_else(|c| c)
+}
+
+/// The move perfect play makes: see awari.h.
+#[no_mangle]
+pub unsafe extern "C" fn awari_best_move(
+    tb: *const AwariTb,
+    counts: *const u8,
+    n: usize,
+    pit: *mut c_int,
+) -> c_int {
+    guard(|| {
+        if pit.is_null() {
+            return Err(input("pit is NULL"));
+        }
+        let (tb, pos) = unsafe { position_arg(tb, counts, n) }?;
+        let m = tb.best_move(&pos)?;
+        unsafe { *pit = m.map_or(-1, c_int::from) };
+        Ok(AWARI_OK)
+    })
+    .unwrap_or_else(|c| c)
+}
+
 /// The message of this thread's last failure: see awari.h.
 #[no_mangle]
 pub extern "C" fn awari_last_error() -> *const c_char {

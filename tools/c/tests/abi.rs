@@ -244,3 +244,73 @@ fn a_game_over_has_no_moves() {
         .unwrap();
     assert_eq!((value, moves.len()), (-3, 0));
 }
+
+/// A database with distance tables (6 pits, up to 8 seeds), built once per run.
+fn db_with_tables() -> &'static PathBuf {
+    static DB: OnceLock<PathBuf> = OnceLock::new();
+    DB.get_or_init(|| {
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("abi-dtc");
+        let _ = std::fs::remove_dir_all(&root);
+        let mut opts = awari::BuildOptions::new(&root, awari::Rules::Oware, 6, 8);
+        opts.check = false;
+        awari::build(&opts, |_| {}, |_| {}).expect("build the test database");
+        let dtc = awari::DtcOptions {
+            root: root.clone(),
+            rules: awari::Rules::Oware,
+            pits: 6,
+            levels: None,
+            force: false,
+            progress: false,
+        };
+        awari::make_tables(&dtc, |_| {}, |_| {}).expect("make the distance tables");
+        root
+    })
+}
+
+/// `awari_distance` and `awari_best_move` answer as the library, with tables and
+/// without (distance 0 then), -1 for a game over; a NULL out pointer is refused.
+#[test]
+fn distances_and_best_moves_are_the_librarys() {
+    for (root, tables) in [(db(), false), (db_with_tables(), true)] {
+        let tb = unsafe { awari_open(cpath(root).as_ptr()) };
+        assert!(!tb.is_null(), "awari_open: {}", last_error());
+        let lib = awari::Tablebase::open(root).unwrap();
+        let mut with_distance = 0;
+        for counts in positions(6) {
+            let pos = awari::Position::from_counts(&counts.map(u32::from)).unwrap();
+            let (mut plies, mut pit): (c_int, c_int) = (99, 99);
+            let n = counts.len();
+            assert_eq!(
+                unsafe { awari_distance(tb, counts.as_ptr(), n, &mut plies) },
+                AWARI_OK
+            );
+            let want = lib.probe_distance(&pos).unwrap();
+            assert_eq!(plies, want.map_or(0, c_int::from), "{pos}");
+            assert!(tables || want.is_none(), "{pos}: a distance without tables");
+            with_distance += usize::from(want.is_some());
+            assert_eq!(
+                unsafe { awari_best_move(tb, counts.as_ptr(), n, &mut pit) },
+                AWARI_OK
+            );
+            let best = lib.best_move(&pos).unwrap();
+            assert_eq!(pit, best.map_or(-1, c_int::from), "{pos}");
+        }
+        assert_eq!(
+            with_distance > 1000,
+            tables,
+            "{with_distance} positions with a distance"
+        );
+        let counts = [1u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(
+            unsafe { awari_distance(tb, counts.as_ptr(), 12, null_mut()) },
+            AWARI_EINPUT
+        );
+        assert_eq!(last_error(), "plies is NULL");
+        assert_eq!(
+            unsafe { awari_best_move(tb, counts.as_ptr(), 12, null_mut()) },
+            AWARI_EINPUT
+        );
+        assert_eq!(last_error(), "pit is NULL");
+        unsafe { awari_close(tb) };
+    }
+}

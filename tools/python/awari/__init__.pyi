@@ -12,6 +12,7 @@ class MoveValue(TypedDict):
     value: int
     captured: int
     ends_game: bool
+    distance: int | None
 
 class Analysis(TypedDict):
     """What `awari query --json` prints."""
@@ -24,6 +25,7 @@ class Analysis(TypedDict):
     moves: list[MoveValue]
     best: list[int]
     game_over: str | None
+    distance: int | None
 
 class Ply(TypedDict):
     player: int
@@ -62,6 +64,12 @@ class Tablebase:
     def probe(self, position: Position) -> Value: ...
     def moves(self, position: Position) -> Analysis: ...
     def line(self, position: Position, max_plies: int = 10000) -> Line: ...
+    def distance(self, position: Position) -> int | None:
+        """Plies to the next capture or the game's end, both sides keeping the value;
+        None for a draw, a game over, or a level without a distance table."""
+    def best_move(self, position: Position) -> int | None:
+        """The pit perfect play takes (by the distance tables where there are some);
+        None when the game is over."""
     @overload
     def probe_many(self, positions: Sequence[Position]) -> list[int]: ...
     @overload

@@ -280,7 +280,7 @@ impl Tablebase {
     }
 
     /// The value of a position and of each legal move: the object `awari query --json`
-    /// prints (rules, pits, seeds, value, stored, moves, best, game_over).
+    /// prints (rules, pits, seeds, value, stored, moves, best, game_over, distance).
     fn moves<'py>(
         &self,
         py: Python<'py>,
@@ -312,6 +312,25 @@ impl Tablebase {
             .map_err(|e| py_err(&e))?;
         let v = serde_json::to_value(&line).map_err(|e| PyValueError::new_err(e.to_string()))?;
         to_py(py, &v)
+    }
+
+    /// The distance to conversion of a position: the plies to the next capture or the
+    /// game's end when both sides keep the value, the winner converting as soon as it can
+    /// and the loser as late as it can; None for a draw, a game over, or a level without
+    /// a distance table (`awari dtc` makes them).
+    fn distance(&self, py: Python<'_>, position: &Bound<'_, PyAny>) -> PyResult<Option<u16>> {
+        let pos = position_of(position)?;
+        py.detach(|| self.tb.probe_distance(&pos))
+            .map_err(|e| py_err(&e))
+    }
+
+    /// The pit (0-based, side to move) perfect play takes in a position, None if the game
+    /// is over: a best move; where the level has a distance table, the winner's of least
+    /// distance and the loser's of most, so that a won game is converted.
+    fn best_move(&self, py: Python<'_>, position: &Bound<'_, PyAny>) -> PyResult<Option<u8>> {
+        let pos = position_of(position)?;
+        py.detach(|| self.tb.best_move(&pos))
+            .map_err(|e| py_err(&e))
     }
 
     /// The margins of many positions, probed in parallel without the GIL. `positions`: a

@@ -121,6 +121,27 @@ def test_lines_equal_the_cli(dbs, rules):
     assert len(short["plies"]) <= 1
 
 
+@pytest.mark.parametrize("rules", RULES)
+def test_distances_and_best_moves_equal_the_cli(dbs, rules, tmp_path):
+    root = tmp_path / "dtc"
+    shutil.copytree(dbs["raw"] / f"{rules}-6", root / f"{rules}-6")
+    bare = awari.open(root, rules=rules)
+    positions = random_positions(300, seed=20 + RULES.index(rules))
+    assert all(bare.distance(p) is None for p in positions[:50])
+    awari_cmd("dtc", "--rules", rules, "--dir", str(root))
+    tb = awari.open(root, rules=rules)
+    want = cli_json(root, rules, positions, line=True)
+    with_distance = 0
+    for p, w in zip(positions, want):
+        line = w.pop("line")
+        assert tb.moves(p) == w, p
+        assert tb.distance(p) == w["distance"], p
+        with_distance += w["distance"] is not None
+        plies = line["plies"]
+        assert tb.best_move(p) == (plies[0]["pit"] if plies else None), p
+    assert with_distance > 100
+
+
 def test_values_and_position_forms(dbs):
     tb = awari.open(dbs["raw"] / "awari-6")  # one database folder
     p = [1, 1, 1, 1, 1, 2, 4, 2, 1, 0, 0, 0]
