@@ -29,13 +29,18 @@ pub struct BuildArgs {
     /// the build refuses at its start, and before each level, with what it needs).
     #[arg(long)]
     no_check: bool,
+    /// Then make the distance tables of the levels (`level-NNN.awd`, as `awari dtc`
+    /// does): for each won or lost position, the plies to the next capture with both
+    /// sides keeping the value, which engines play a won position out by.
+    #[arg(long)]
+    dtc: bool,
     /// Build over the ranks of an MPI job (`mpirun -np R awari build --distributed ...`;
     /// chosen by itself when more than one rank runs): each rank solves and keeps one
     /// slice of every level in its folder (`--dir` may hold `{rank}`) with `--threads`
     /// threads (default: the node's cores divided by its ranks); `awari gather` then
     /// assembles the level files. `--force` and `--state` work over ranks; `--pack`,
-    /// `--lower random` and `--spill-from` are refused (slices are raw, and read as
-    /// streams). Needs the `mpi` feature.
+    /// `--lower random`, `--spill-from` and `--dtc` are refused (slices are raw, and read
+    /// as streams; tables are made from whole levels). Needs the `mpi` feature.
     #[arg(long)]
     distributed: bool,
     /// Levels whose solver state, read at random, takes at least this many MiB write it
@@ -170,6 +175,9 @@ fn refused_over_ranks(args: &BuildArgs) -> Option<&'static str> {
     if args.spill_from.is_some() {
         return Some("--spill-from");
     }
+    if args.dtc {
+        return Some("--dtc");
+    }
     options(args).unsupported_over_ranks()
 }
 
@@ -193,6 +201,8 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         db,
         threads,
         no_check,
+        dtc,
+        force,
         ..
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
@@ -281,6 +291,18 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         secs,
         positions as f64 / secs.max(1e-9) / threads as f64
     );
+    if dtc {
+        let opts = awari::DtcOptions {
+            root: db.dir().to_path_buf(),
+            rules: db.rules(),
+            pits: db.pits(),
+            levels: Some(0..=max_seeds),
+            force,
+            progress: std::io::stderr().is_terminal(),
+        };
+        eprintln!("distance tables of levels 0..={max_seeds}");
+        pool.install(|| super::dtc::make_and_print(&opts, threads))?;
+    }
     Ok(())
 }
 

@@ -54,6 +54,12 @@ pub fn run(args: DtcArgs) -> anyhow::Result<()> {
         dir.display(),
         db.pits(),
     );
+    pool.install(|| make_and_print(&opts, threads))
+}
+
+/// Makes the distance tables `opts` asks for, a row per level on stdout (also after
+/// `awari build --dtc`), and the total; warnings on stderr.
+pub fn make_and_print(opts: &DtcOptions, threads: usize) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     println!(
         "{:>5} {:>15} {:>15} {:>7} {:>5} {:>9} {:>12} {:>9}",
@@ -85,7 +91,7 @@ pub fn run(args: DtcArgs) -> anyhow::Result<()> {
         );
     };
     let warn = |w: &str| eprintln!("warning: {w}");
-    let reports = pool.install(|| make_tables(&opts, print, warn))?;
+    let reports = make_tables(opts, print, warn)?;
     let made = reports.iter().filter(|r| !r.kept).count();
     let longest = reports.iter().map(|r| r.longest).max().unwrap_or(0);
     println!(

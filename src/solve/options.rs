@@ -184,6 +184,10 @@ impl BuildOptions {
             "--spill-from" => {
                 "the ranks read the lower levels as streams, so no solver state is spilled"
             }
+            "--dtc" => {
+                "the distance tables are made from whole levels: gather the slices, then run \
+                 `awari dtc`"
+            }
             _ => "the ranks do not do it",
         };
         format!("{flag} does not work with --distributed: {why}")

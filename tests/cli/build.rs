@@ -77,11 +77,14 @@ fn distributed_build_refuses_the_flags_it_does_not_do() {
     let random = "each rank holds only its slices of the lower levels, so it reads them as \
                   streams (--lower stream)";
     let spill = "the ranks read the lower levels as streams, so no solver state is spilled";
+    let dtc = "the distance tables are made from whole levels: gather the slices, then run \
+               `awari dtc`";
     for (extra, flag, why) in [
         (&["--pack"][..], "--pack", pack),
         (&["--lower", "random"][..], "--lower random", random),
         (&["--spill-from", "0"][..], "--spill-from", spill),
         (&["--force", "--pack"][..], "--pack", pack),
+        (&["--dtc"][..], "--dtc", dtc),
     ] {
         let mut args = vec!["build", "--distributed", "--max-seeds", "4", "--dir", &root];
         args.extend_from_slice(extra);

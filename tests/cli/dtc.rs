@@ -63,6 +63,22 @@ fn tables_are_made_kept_and_mended() {
             assert_eq!(&fs::read(table(n)).unwrap(), was, "{rules} level {n}");
         }
     }
+    // `build --dtc` makes the tables after the levels: the same files.
+    let both = tempfile::tempdir().unwrap();
+    let out = ok(&[
+        "build",
+        "--max-seeds",
+        "9",
+        "--dtc",
+        "--dir",
+        both.path().to_str().unwrap(),
+    ]);
+    assert!(out.contains("total: 10 levels (10 made, 0 kept)"), "{out}");
+    for n in 0..=9 {
+        let name = format!("awari-6/level-{n:03}.awd");
+        let a = fs::read(both.path().join(&name)).unwrap();
+        assert_eq!(a, fs::read(tmp.path().join(&name)).unwrap(), "{name}");
+    }
     // Levels asked for that are not built: one line, naming the level.
     let out = awari(&["dtc", "--dir", root, "--levels", "0..=14"]);
     assert_eq!(out.status.code(), Some(1));
