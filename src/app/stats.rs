@@ -11,9 +11,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::db::layout::{
-    build_command, db_dir, level_exists, missing_level, present_levels, Expect,
-};
+use crate::db::layout::{db_dir, level_exists, levels_asked, missing_level, Expect};
 use crate::db::raw::Check;
 use crate::db::stack::LevelStack;
 use crate::db::store::{has_exit_model, LevelFile};
@@ -193,19 +191,7 @@ pub fn database_stats(
     mut report: impl FnMut(&LevelStats),
 ) -> Result<Vec<LevelStats>> {
     let dir = db_dir(root, rules, pits);
-    let range = match levels {
-        Some(r) => r,
-        None => {
-            let top = present_levels(&dir).ok_or_else(|| {
-                Error::Input(format!(
-                    "no levels in {}; build some first, e.g. `{}`",
-                    dir.display(),
-                    build_command(root, rules, pits, 16)
-                ))
-            })?;
-            0..=top
-        }
-    };
+    let range = levels_asked(root, rules, pits, &levels)?;
     let index = Index::new(pits, *range.end())?;
     let missing = |n: usize| missing_level(&dir, rules, pits, n, *range.end());
     // Name a missing level before reading the ones below it, which can take minutes.

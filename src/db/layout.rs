@@ -3,7 +3,7 @@
 //! `awari build` command that errors name when a level is missing.
 
 use std::fs;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -122,6 +122,29 @@ pub fn present_levels(dir: &Path) -> Option<usize> {
         n += 1;
     }
     n.checked_sub(1)
+}
+
+/// The levels a command asks for in the database of `rules` and `pits` under `root`:
+/// `levels` if given, else every level present from 0 up to the first gap; an error
+/// naming the build to run if there is none.
+pub fn levels_asked(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    levels: &Option<RangeInclusive<usize>>,
+) -> Result<RangeInclusive<usize>> {
+    if let Some(r) = levels {
+        return Ok(r.clone());
+    }
+    let dir = db_dir(root, rules, pits);
+    let top = present_levels(&dir).ok_or_else(|| {
+        Error::Input(format!(
+            "no levels in {}; build some first, e.g. `{}`",
+            dir.display(),
+            build_command(root, rules, pits, 16)
+        ))
+    })?;
+    Ok(0..=top)
 }
 
 /// The level files in one database folder: `(n, packed)` in order of `n`, then raw

@@ -31,7 +31,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::db::dtc::{dtc_path, write_distances, DistanceTable};
-use crate::db::layout::{build_command, db_dir, present_levels, Expect};
+use crate::db::layout::{build_command, db_dir, levels_asked, Expect};
 use crate::db::lock::DirLock;
 use crate::db::raw::Check;
 use crate::db::store::{LevelFile, LevelValues};
@@ -290,19 +290,7 @@ pub fn make_tables(
     mut warn: impl FnMut(&str),
 ) -> Result<Vec<DtcReport>> {
     let dir = db_dir(&opts.root, opts.rules, opts.pits);
-    let range = match &opts.levels {
-        Some(r) => r.clone(),
-        None => {
-            let top = present_levels(&dir).ok_or_else(|| {
-                Error::Input(format!(
-                    "no levels in {}; build some first, e.g. `{}`",
-                    dir.display(),
-                    build_command(&opts.root, opts.rules, opts.pits, 16)
-                ))
-            })?;
-            0..=top
-        }
-    };
+    let range = levels_asked(&opts.root, opts.rules, opts.pits, &opts.levels)?;
     let (first, last) = (*range.start(), *range.end());
     let index = Index::new(opts.pits, last)?;
     let _lock = DirLock::acquire(&dir, "awari dtc")?;

@@ -140,6 +140,19 @@ impl<M: Comm> Builder<'_, M> {
         }
     }
 
+    /// This process's part of level `n` (the whole level, or a rank's slice), advancing
+    /// `bar`.
+    fn partition<'b>(&'b self, n: usize, bar: &'b LevelBar) -> Partition<'b, M> {
+        Partition {
+            comm: self.comm,
+            rules: self.opts.rules,
+            index: &self.index,
+            n,
+            mine: self.mine(n),
+            progress: bar,
+        }
+    }
+
     /// The checkpoints of level `n`, as this build writes and takes them up.
     fn checkpoints<'c>(&'c self, n: usize, bar: Option<&'c LevelBar>) -> Checkpoints<'c, M> {
         Checkpoints {
@@ -264,7 +277,6 @@ impl<M: Comm> Builder<'_, M> {
         spill: bool,
     ) -> Result<(Values, Solved)> {
         let (opts, index, dir) = (self.opts, &self.index, &self.dir);
-        let mine = self.mine(n);
         // One bar: forward pass then settled positions (at most the positions held).
         let bar = LevelBar::new(opts.progress, self.held(n) * 2, n, "solving");
         let started = Instant::now();
@@ -288,14 +300,7 @@ impl<M: Comm> Builder<'_, M> {
                 }
             }
             Lower::Stream => {
-                let part = Partition {
-                    comm: self.comm,
-                    rules: opts.rules,
-                    index,
-                    n,
-                    mine,
-                    progress: &bar,
-                };
+                let part = self.partition(n, &bar);
                 forward_stream(&part, &self.lower, Window::WHOLE)?
             }
         };
@@ -317,14 +322,7 @@ impl<M: Comm> Builder<'_, M> {
         let files = self.lean_files(n)?;
         let mut checkpoints = self.checkpoints(n, Some(&bar));
         let saves = &mut checkpoints;
-        let part = Partition {
-            comm: self.comm,
-            rules,
-            index,
-            n,
-            mine: self.mine(n),
-            progress: &bar,
-        };
+        let part = self.partition(n, &bar);
         let phases = match lower {
             Lower::Random => {
                 let below = self.lower.below(n);
@@ -375,7 +373,6 @@ impl<M: Comm> Builder<'_, M> {
     /// solving gave; `None` if its files are missing or damaged (then the level starts
     /// afresh).
     fn resume_lean(&self, n: usize, checkpoint: Checkpoint) -> Result<Option<(Values, Solved)>> {
-        let (rules, index) = (self.opts.rules, &self.index);
         let head = checkpoint.head;
         let held = self.held(n);
         let bar = LevelBar::new(self.opts.progress, held * 2, n, "resuming");
@@ -391,14 +388,7 @@ impl<M: Comm> Builder<'_, M> {
             forward: Duration::from_nanos(head.forward_ns),
             backward: Duration::from_nanos(head.backward_ns),
         };
-        let part = Partition {
-            comm: self.comm,
-            rules,
-            index,
-            n,
-            mine: self.mine(n),
-            progress: &bar,
-        };
+        let part = self.partition(n, &bar);
         let at = Some((head.next, times));
         let no_forward = |_: &fs::File| -> Result<()> { unreachable!("resumed after it") };
         let phases = solve_lean(&part, &files, at, no_forward, &mut checkpoints)?;
@@ -447,14 +437,7 @@ impl<M: Comm> Builder<'_, M> {
         bar: &LevelBar,
         mut checkpoints: Checkpoints<'_, M>,
     ) -> (HugeBuf, Solved) {
-        let part = Partition {
-            comm: self.comm,
-            rules: self.opts.rules,
-            index: &self.index,
-            n,
-            mine: self.mine(n),
-            progress: bar,
-        };
+        let part = self.partition(n, bar);
         let Forwarded {
             state,
             present,

@@ -86,14 +86,7 @@ fn solve_lean_slice<M: Comm, S: Stream + ?Sized, T>(
         "could not make the lean state's files",
     )?;
     let bar = LevelBar::new(false, 0, n, "");
-    let part = Partition {
-        comm,
-        rules,
-        index,
-        n,
-        mine: crate::db::layout::slice(index.level_size(n), comm.size(), comm.rank()),
-        progress: &bar,
-    };
+    let part = partition(comm, rules, index, n, &bar);
     let forward = |exits: &std::fs::File| exits_stream(&part, lower, exits);
     solve_lean(&part, &files, None, forward, &mut NoSaves)?;
     let mut values = vec![0u8; (part.mine.end - part.mine.start) as usize];
@@ -106,6 +99,24 @@ fn solve_lean_slice<M: Comm, S: Stream + ?Sized, T>(
     )?))
 }
 
+/// This rank's part of level `n`, as a slice solved without a build sees it.
+fn partition<'a, M: Comm>(
+    comm: &'a M,
+    rules: Rules,
+    index: &'a Index,
+    n: usize,
+    progress: &'a LevelBar,
+) -> Partition<'a, M> {
+    Partition {
+        comm,
+        rules,
+        index,
+        n,
+        mine: crate::db::layout::slice(index.level_size(n), comm.size(), comm.rank()),
+        progress,
+    }
+}
+
 /// [`solve_slice`] with the state's encoding `E`.
 fn solve_with<E: Settle, M: Comm, S: Stream + ?Sized, T>(
     comm: &M,
@@ -116,14 +127,7 @@ fn solve_with<E: Settle, M: Comm, S: Stream + ?Sized, T>(
     f: impl FnOnce(&[u8]) -> T,
 ) -> crate::error::Result<T> {
     let bar = LevelBar::new(false, 0, n, "");
-    let part = Partition {
-        comm,
-        rules,
-        index,
-        n,
-        mine: crate::db::layout::slice(index.level_size(n), comm.size(), comm.rank()),
-        progress: &bar,
-    };
+    let part = partition(comm, rules, index, n, &bar);
     let f0 = forward_stream::<E, M, S>(&part, lower, Window::WHOLE)?;
     let from = Stage::start(n);
     let (mut state, _) = backward_pass(&part, f0.state, f0.present, f0.forward, from, &mut NoSaves);

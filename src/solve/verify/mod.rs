@@ -21,7 +21,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::db::layout::{build_command, db_dir, missing_level, present_levels, Expect};
+use crate::db::layout::{db_dir, levels_asked, missing_level, Expect};
 use crate::db::model::Model;
 use crate::db::raw::Check;
 use crate::db::stack::LevelStack;
@@ -134,19 +134,7 @@ pub fn verify(
     mut report: impl FnMut(&LevelCheck),
 ) -> Result<Vec<LevelCheck>> {
     let dir = db_dir(&opts.root, opts.rules, opts.pits);
-    let range = match &opts.levels {
-        Some(r) => r.clone(),
-        None => {
-            let top = present_levels(&dir).ok_or_else(|| {
-                Error::Input(format!(
-                    "no levels in {}; build some first, e.g. `{}`",
-                    dir.display(),
-                    build_command(&opts.root, opts.rules, opts.pits, 16)
-                ))
-            })?;
-            0..=top
-        }
-    };
+    let range = levels_asked(&opts.root, opts.rules, opts.pits, &opts.levels)?;
     let (first, last) = (*range.start(), *range.end());
     let index = Index::new(opts.pits, last)?;
     if !has_exit_model(&dir) {
