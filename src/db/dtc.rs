@@ -88,34 +88,36 @@ impl DistanceHeader {
     }
 }
 
-/// Writes the distance table `plies` (one per position of the level `expect` describes,
-/// 0 for none) to `path`, made from the level's values whose payload checksum is
+/// Writes the distance table `plies` (the distance of each position of the level `expect`
+/// describes, by its index; 0 for none) to `path`, made from the level's values whose payload checksum is
 /// `values`: in the least width that holds its longest distance. Returns its header.
 pub fn write_distances(
     path: &Path,
     expect: &Expect,
     values: u64,
-    plies: &[u16],
+    plies: impl Fn(u64) -> u16,
 ) -> Result<DistanceHeader> {
-    assert_eq!(
-        plies.len() as u64,
-        expect.positions,
-        "a distance per position"
-    );
-    let longest = plies.iter().copied().max().unwrap_or(0);
+    let positions = expect.positions;
+    let (longest, with_distance) = (0..positions).fold((0, 0u64), |(l, w), i| {
+        let d = plies(i);
+        (l.max(d), w + (d != 0) as u64)
+    });
     let width: u8 = if longest <= u8::MAX as u16 { 1 } else { 2 };
     let mut file = TmpFile::create(path)?;
     file.write(&[0u8; PAYLOAD_OFFSET])?;
     let mut hasher = Xxh3::new();
     let mut buf = Vec::with_capacity(1 << 20);
-    for part in plies.chunks(1 << 19) {
+    let mut i = 0;
+    while i < positions {
         buf.clear();
-        for &d in part {
+        for j in i..positions.min(i + (1 << 19)) {
+            let d = plies(j);
             match width {
                 1 => buf.push(d as u8),
                 _ => buf.extend_from_slice(&d.to_le_bytes()),
             }
         }
+        i = positions.min(i + (1 << 19));
         hasher.update(&buf);
         file.write(&buf)?;
     }
@@ -130,7 +132,7 @@ pub fn write_distances(
         width,
         longest,
         values,
-        with_distance: plies.iter().filter(|&&d| d != 0).count() as u64,
+        with_distance,
     };
     file.finish(&[&head.encode()])?;
     Ok(head)
@@ -241,7 +243,7 @@ mod tests {
             let mut plies: Vec<u16> = (0..len).map(|i| (i % 97) as u16).collect();
             plies[len / 2] = longest;
             let path = dtc_path(dir.path(), 6);
-            let head = write_distances(&path, &want, 0xabc, &plies).unwrap();
+            let head = write_distances(&path, &want, 0xabc, |i| plies[i as usize]).unwrap();
             assert_eq!(head.width, if longest > 255 { 2 } else { 1 });
             assert_eq!(head.longest, longest);
             let t = DistanceTable::open(dir.path(), &want, 0xabc, Check::Full)

@@ -16,16 +16,13 @@
 //! - the rounds end when one finds nothing; a position with a value and moves that has no
 //!   distance then means the values are not a solution (an error).
 //!
-//! The level's values are read at random (a byte per position) and the lower levels as
-//! the forward pass reads them at random; the distances are held in two bytes a position
-//! and a count of value-keeping moves in one, with a list of the positions of the round.
+//! The lower levels are read at random as the forward pass reads them; each position of
+//! the level has a word (its distance, its count of value-keeping moves, its value), and
+//! the positions of a round are found again by scanning the chunks it flagged.
 
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
-use std::sync::atomic::{
-    AtomicU16, AtomicU8,
-    Ordering::{Relaxed, SeqCst},
-};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -38,10 +35,10 @@ use crate::db::store::{LevelFile, LevelValues};
 use crate::error::{Error, Result};
 use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
-use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Exits, Rules};
+use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Exits, Rules};
 use crate::game::scan::{scan_exits, LowerValues};
 use crate::solve::level::exit_and_stay;
-use crate::util::{LevelBar, CHUNK};
+use crate::util::{prefetch, LevelBar, CHUNK};
 
 /// No distance: a draw, a game over, or not reached yet.
 pub const NONE: u16 = 0;
@@ -50,13 +47,40 @@ pub const NONE: u16 = 0;
 /// there is none), and what making them found.
 #[derive(Debug)]
 pub struct Distances {
-    /// The distance of each position, in plies; [`NONE`] for a draw or a game over.
-    pub plies: Vec<u16>,
+    /// Each position's cell as [`distances`] left it: its distance in the low 16 bits.
+    cells: Vec<u32>,
     /// The largest distance of the level (0 if it has none).
     pub longest: u16,
     /// Positions with a distance.
     pub with_distance: u64,
 }
+
+impl Distances {
+    /// The distance of position `i` of the level, in plies; [`NONE`] for a draw or a
+    /// game over.
+    pub fn get(&self, i: u64) -> u16 {
+        self.cells[i as usize] as u16
+    }
+}
+
+// A position's cell while its level's distances are made: the distance (bits 0..16), for
+// a lost position the count of its value-keeping in-level moves whose child has no
+// distance yet (bits 16..24), and the value (bits 24..32). One word, so that updating a
+// predecessor costs one cache miss, not three.
+const PLIES: u32 = 0xffff;
+const WAIT_ONE: u32 = 1 << 16;
+
+fn cell(value: i8, waiting: u8, plies: u16) -> u32 {
+    (value as u8 as u32) << 24 | (waiting as u32) << 16 | plies as u32
+}
+
+fn value_of(cell: u32) -> i8 {
+    (cell >> 24) as u8 as i8
+}
+
+/// Positions un-moved at once: their predecessors' cells are prefetched while the batch
+/// is generated and updated after it.
+const BATCH: usize = 128;
 
 /// The distances to conversion of level `n` of `index`'s board under `rules`: `values`
 /// are the level's (a byte per position in index order), `lower` the levels below it
@@ -74,165 +98,226 @@ pub fn distances<L: LowerValues + ?Sized>(
     lower: &L,
     progress: &LevelBar,
 ) -> Result<Distances> {
-    with_pits!(index.pits_per_side(), P => distances_p::<P, L>(rules, index, n, values, lower, progress))
+    with_pits!(index.pits_per_side(), P => Rounds::<P> { rules, index, n, cells: Vec::new() }
+        .run(values, lower, progress))
 }
 
-/// [`distances`] with the pits per side known at compile time.
-fn distances_p<const P: usize, L: LowerValues + ?Sized>(
+/// The state of [`distances`] with the pits per side, `P`, known at compile time: a cell
+/// per position of the level.
+struct Rounds<'a, const P: usize> {
     rules: Rules,
-    index: &Index,
+    index: &'a Index,
     n: usize,
-    values: &[u8],
-    lower: &L,
-    progress: &LevelBar,
-) -> Result<Distances> {
-    let size = index.level_size(n);
-    assert_eq!(values.len() as u64, size, "the level's values");
-    let value = |i: u64| values[i as usize] as i8;
-    let plies: Vec<AtomicU16> = (0..size).map(|_| AtomicU16::new(NONE)).collect();
-    // Lost positions: value-keeping in-level moves whose child has no distance yet.
-    let waiting: Vec<AtomicU8> = (0..size).map(|_| AtomicU8::new(0)).collect();
-    // Round 1, the games over (which end play: a move to one converts), and the count of
-    // positions that must get a distance.
-    let (at_one, ended, owed) = (0..size.div_ceil(CHUNK))
-        .into_par_iter()
-        .map(|c| {
-            let first = c * CHUNK;
-            let len = CHUNK.min(size - first) as usize;
-            let mut best = vec![0i8; len];
-            let mut over = vec![false; len];
-            scan_exits(rules, index, n, lower, first, len, |j, ex, b| {
-                best[j] = exit_and_stay(ex, n, b).0;
-                over[j] = matches!(ex, Exits::Terminal(_));
-            });
-            let (mut at_one, mut ended) = (Vec::new(), Vec::new());
-            let mut owed = 0u64;
-            let mut cursor = index.cursor(n);
-            for j in 0..len {
-                let i = first + j as u64;
-                let v = value(i);
-                if over[j] {
-                    ended.push(i);
-                    continue;
-                }
-                if v == 0 {
-                    continue;
-                }
-                owed += 1;
-                if v > 0 {
-                    if best[j] == v {
-                        at_one.push(i);
-                    }
-                    continue;
-                }
-                let board = *index.seek_p::<P>(&mut cursor, i);
-                let mut keeping = 0u8;
-                for_each_stay_p::<P>(&board, rules, 0, |_, child| {
-                    keeping += (-value(index.rank_in_p::<P>(child, n)) == v) as u8;
-                    true
+    cells: Vec<AtomicU32>,
+}
+
+impl<const P: usize> Rounds<'_, P> {
+    /// Round 1 by a scan of the level, then rounds `2, 3, ...` until one finds nothing.
+    /// The positions reached in a round are not listed: a flag per chunk of the level says
+    /// where they are, and the next round scans the chunks flagged, in index order (a
+    /// cursor walks to each position rather than unranking it).
+    fn run<L: LowerValues + ?Sized>(
+        mut self,
+        values: &[u8],
+        lower: &L,
+        progress: &LevelBar,
+    ) -> Result<Distances> {
+        let (index, n) = (self.index, self.n);
+        let size = index.level_size(n);
+        assert_eq!(values.len() as u64, size, "the level's values");
+        let chunks = size.div_ceil(CHUNK) as usize;
+        self.cells = (0..size)
+            .into_par_iter()
+            .map(|_| AtomicU32::new(0))
+            .collect();
+        // Chunks holding positions reached in an odd round, in an even one.
+        let flags = |_| {
+            (0..chunks)
+                .map(|_| AtomicBool::new(false))
+                .collect::<Vec<_>>()
+        };
+        let marked: [Vec<AtomicBool>; 2] = std::array::from_fn(flags);
+        let (ended, owed, at_one) = self.first_round(values, lower, &marked[1], progress);
+        // A move into a game over converts: its value-keeping predecessors are at 1 too.
+        let sources = ended
+            .iter()
+            .map(|&i| (index.unrank(n, i), -(values[i as usize] as i8)));
+        let mut found = at_one + self.unmove(sources, 1, &marked[1]);
+        let mut with_distance = found;
+        progress.inc(found);
+        let mut k: u16 = 1;
+        while found > 0 {
+            k = k.checked_add(1).ok_or_else(|| {
+                Error::Input(format!(
+                    "level {n}: a distance to conversion passes {} plies",
+                    u16::MAX
+                ))
+            })?;
+            let (from, to) = (&marked[(k as usize - 1) % 2], &marked[k as usize % 2]);
+            found = (0..chunks)
+                .into_par_iter()
+                .map(|c| match from[c].swap(false, Relaxed) {
+                    true => self.unmove_chunk(c as u64, k, to),
+                    false => 0,
+                })
+                .sum();
+            with_distance += found;
+            progress.inc(found);
+        }
+        if with_distance != owed {
+            return Err(Error::Input(format!(
+                "level {n}: {} position(s) with a value have no value-keeping line that \
+                 converts: the values are not this level's solution",
+                owed - with_distance
+            )));
+        }
+        let cells: Vec<u32> = self.cells.into_iter().map(AtomicU32::into_inner).collect();
+        let longest = cells.par_iter().map(|&c| c as u16).max().unwrap_or(NONE);
+        Ok(Distances {
+            cells,
+            longest,
+            with_distance,
+        })
+    }
+
+    /// Fills every cell and settles round 1 (flagging its chunks in `marked`): returns the
+    /// games over, the count of positions that must get a distance and those at 1.
+    fn first_round<L: LowerValues + ?Sized>(
+        &self,
+        values: &[u8],
+        lower: &L,
+        marked: &[AtomicBool],
+        progress: &LevelBar,
+    ) -> (Vec<u64>, u64, u64) {
+        let (rules, index, n) = (self.rules, self.index, self.n);
+        let size = index.level_size(n);
+        let value = |i: u64| values[i as usize] as i8;
+        (0..size.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let first = c * CHUNK;
+                let len = CHUNK.min(size - first) as usize;
+                let mut best = vec![0i8; len];
+                let mut over = vec![false; len];
+                scan_exits(rules, index, n, lower, first, len, |j, ex, b| {
+                    best[j] = exit_and_stay(ex, n, b).0;
+                    over[j] = matches!(ex, Exits::Terminal(_));
                 });
-                if keeping == 0 {
-                    at_one.push(i);
+                let mut ended = Vec::new();
+                let (mut owed, mut at_one) = (0u64, 0u64);
+                let mut cursor = index.cursor(n);
+                for j in 0..len {
+                    let i = first + j as u64;
+                    let v = value(i);
+                    let (mut waiting, mut plies) = (0u8, NONE);
+                    if over[j] {
+                        ended.push(i);
+                    } else if v > 0 {
+                        owed += 1;
+                        if best[j] == v {
+                            plies = 1;
+                        }
+                    } else if v < 0 {
+                        owed += 1;
+                        let board = *index.seek_p::<P>(&mut cursor, i);
+                        for_each_stay_p::<P>(&board, rules, 0, |_, child| {
+                            waiting += (-value(index.rank_in_p::<P>(child, n)) == v) as u8;
+                            true
+                        });
+                        if waiting == 0 {
+                            plies = 1;
+                        }
+                    }
+                    at_one += (plies == 1) as u64;
+                    self.cells[i as usize].store(cell(v, waiting, plies), Relaxed);
+                }
+                if at_one > 0 {
+                    marked[c as usize].store(true, Relaxed);
+                }
+                progress.inc(len as u64);
+                (ended, owed, at_one)
+            })
+            .reduce(
+                || (Vec::new(), 0, 0),
+                |(mut e, x, a), (f, y, b)| {
+                    e.extend(f);
+                    (e, x + y, a + b)
+                },
+            )
+    }
+
+    /// Un-moves the positions of chunk `c` at `k - 1` (in index order).
+    fn unmove_chunk(&self, c: u64, k: u16, marked: &[AtomicBool]) -> u64 {
+        let (index, n) = (self.index, self.n);
+        let first = c * CHUNK;
+        let len = CHUNK.min(index.level_size(n) - first);
+        let mut cursor = index.cursor(n);
+        let at = (first..first + len).filter_map(|i| {
+            let w = self.cells[i as usize].load(Relaxed);
+            (w & PLIES == k as u32 - 1).then(|| (*index.seek_p::<P>(&mut cursor, i), -value_of(w)))
+        });
+        self.unmove(at, k, marked)
+    }
+
+    /// Gives distance `k` to the predecessors of `sources` (boards of the level and the
+    /// value a predecessor keeps by moving to them) that the move keeps the value of: a
+    /// won one not at a distance yet, a lost one whose last value-keeping child this was.
+    /// Flags their chunks in `marked`; returns how many it reached.
+    fn unmove(
+        &self,
+        sources: impl Iterator<Item = (Board, i8)>,
+        k: u16,
+        marked: &[AtomicBool],
+    ) -> u64 {
+        let (index, n) = (self.index, self.n);
+        let made = &mut RankBase::default();
+        let mut preds: Vec<(u64, i8)> = Vec::with_capacity(BATCH * 16);
+        let mut reached = 0;
+        let mut sources = sources.peekable();
+        while sources.peek().is_some() {
+            preds.clear();
+            for (board, kept) in sources.by_ref().take(BATCH) {
+                let base_of = |base: &_, opp_empty: u64, out: &mut RankBase| {
+                    index.rank_base_p::<P>(base, opp_empty, n, out)
+                };
+                for_each_unmove_near_p::<P, _>(
+                    &board,
+                    self.rules,
+                    made,
+                    base_of,
+                    |q, stored, top, low, near, _| {
+                        if stored {
+                            let p = index.rank_pred_p::<P>(near, q, top, low);
+                            prefetch(&self.cells[p as usize]);
+                            preds.push((p, kept));
+                        }
+                    },
+                );
+            }
+            for &(p, kept) in &preds {
+                let c = &self.cells[p as usize];
+                let w = c.load(Relaxed);
+                if kept == 0 || value_of(w) != kept {
+                    continue;
+                }
+                let now = if kept > 0 {
+                    w & PLIES == 0
+                        && c.compare_exchange(w, w | k as u32, Relaxed, Relaxed)
+                            .is_ok()
+                } else if (c.fetch_sub(WAIT_ONE, Relaxed) >> 16) as u8 == 1 {
+                    c.fetch_or(k as u32, Relaxed);
+                    true
                 } else {
-                    waiting[i as usize].store(keeping, Relaxed);
+                    false
+                };
+                if now {
+                    marked[(p / CHUNK) as usize].store(true, Relaxed);
+                    reached += 1;
                 }
             }
-            progress.inc(len as u64);
-            (at_one, ended, owed)
-        })
-        .reduce(
-            || (Vec::new(), Vec::new(), 0),
-            |(mut a, mut e, x), (b, f, y)| {
-                a.extend(b);
-                e.extend(f);
-                (a, e, x + y)
-            },
-        );
-    for &i in &at_one {
-        plies[i as usize].store(1, Relaxed);
+        }
+        reached
     }
-    // The predecessors at distance `k` of the positions `from`, at `k - 1`, by the moves
-    // that keep their values.
-    let round = |from: &[u64], k: u16| -> Vec<u64> {
-        from.par_chunks(4096)
-            .map(|part| {
-                let mut next = Vec::new();
-                let made = &mut RankBase::default();
-                for &c in part {
-                    let kept = -value(c);
-                    if kept == 0 {
-                        continue;
-                    }
-                    let board = index.unrank(n, c);
-                    let base_of = |base: &_, opp_empty: u64, out: &mut RankBase| {
-                        index.rank_base_p::<P>(base, opp_empty, n, out)
-                    };
-                    for_each_unmove_near_p::<P, _>(
-                        &board,
-                        rules,
-                        made,
-                        base_of,
-                        |q, stored, top, low, near, _| {
-                            if !stored {
-                                return;
-                            }
-                            let p = index.rank_pred_p::<P>(near, q, top, low);
-                            if value(p) != kept {
-                                return;
-                            }
-                            let cell = &plies[p as usize];
-                            let reached = if kept > 0 {
-                                cell.compare_exchange(NONE, k, SeqCst, SeqCst).is_ok()
-                            } else if waiting[p as usize].fetch_sub(1, SeqCst) == 1 {
-                                cell.store(k, Relaxed);
-                                true
-                            } else {
-                                false
-                            };
-                            if reached {
-                                next.push(p);
-                            }
-                        },
-                    );
-                }
-                next
-            })
-            .reduce(Vec::new, |mut a, b| {
-                a.extend(b);
-                a
-            })
-    };
-    // A move into a game over converts: its value-keeping predecessors are at 1 too.
-    let mut frontier = at_one;
-    frontier.extend(round(&ended, 1));
-    let mut with_distance = frontier.len() as u64;
-    progress.inc(with_distance);
-    let mut k: u16 = 1;
-    while !frontier.is_empty() {
-        k = k.checked_add(1).ok_or_else(|| {
-            Error::Input(format!(
-                "level {n}: a distance to conversion passes {} plies",
-                u16::MAX
-            ))
-        })?;
-        frontier = round(&frontier, k);
-        with_distance += frontier.len() as u64;
-        progress.inc(frontier.len() as u64);
-    }
-    if with_distance != owed {
-        return Err(Error::Input(format!(
-            "level {n}: {} position(s) with a value have no value-keeping line that \
-             converts: the values are not this level's solution",
-            owed - with_distance
-        )));
-    }
-    let plies: Vec<u16> = plies.into_iter().map(AtomicU16::into_inner).collect();
-    let longest = plies.par_iter().copied().max().unwrap_or(NONE);
-    Ok(Distances {
-        plies,
-        longest,
-        with_distance,
-    })
 }
 
 /// What `awari dtc` is asked: the database, and which levels to make tables of.
@@ -335,7 +420,7 @@ pub fn make_tables(
                     let bar = LevelBar::new(opts.progress, want.positions * 2, n, "distances");
                     let made = distances(opts.rules, &index, n, values.bytes(), &below[..], &bar)?;
                     bar.finish();
-                    let head = write_distances(&dtc_path(&dir, n), &want, sum, &made.plies)?;
+                    let head = write_distances(&dtc_path(&dir, n), &want, sum, |i| made.get(i))?;
                     DtcReport {
                         seeds: n,
                         positions: want.positions,
@@ -389,16 +474,17 @@ mod tests {
                 let mut longest = 0;
                 for n in 0..=top {
                     let got = distances(rules, &index, n, &truth[n], &all[..n], &bar).unwrap();
-                    for (i, &d) in got.plies.iter().enumerate() {
+                    let plies: Vec<u16> = (0..index.level_size(n)).map(|i| got.get(i)).collect();
+                    for (i, &d) in plies.iter().enumerate() {
                         let board = index.unrank(n, i as u64);
                         assert_eq!(
                             d, expected[&board],
                             "{rules} P={pits} level {n} index {i} ({board:?})"
                         );
                     }
-                    let counted = got.plies.iter().filter(|&&d| d != NONE).count() as u64;
+                    let counted = plies.iter().filter(|&&d| d != NONE).count() as u64;
                     assert_eq!(got.with_distance, counted);
-                    assert_eq!(got.longest, got.plies.iter().copied().max().unwrap());
+                    assert_eq!(got.longest, plies.iter().copied().max().unwrap());
                     longest = longest.max(got.longest);
                 }
                 // Lines of many plies, not only captures at once.
