@@ -162,7 +162,9 @@ pub mod expert {
     /// What a database holds, level by level: won / drawn / lost shares and value
     /// histograms.
     pub mod stats {
-        pub use crate::app::stats::{database_stats, histogram, level_stats, LevelStats};
+        pub use crate::app::stats::{
+            database_stats, distance_stats, histogram, level_stats, DistanceStats, LevelStats,
+        };
     }
 
     /// The start positions of small variants: boards of 2 to 6 pits, both rule sets.

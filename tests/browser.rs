@@ -31,11 +31,18 @@ impl Drop for Proc {
     }
 }
 
-/// Levels 0..=16 of awari-6 and 0..=12 of oware-6, kept between runs.
+/// Levels 0..=16 of awari-6 with their distance tables and 0..=12 of oware-6, kept between
+/// runs.
 fn root() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser-db");
     build_levels(&root, Rules::Awari, 6, 16);
     build_levels(&root, Rules::Oware, 6, 12);
+    // The distance tables of awari-6 (kept when there and good).
+    let made = Command::new(BIN)
+        .args(["dtc", "--dir", root.to_str().unwrap(), "--rules", "awari"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
     root
 }
 
@@ -492,6 +499,25 @@ fn the_page_in_headless_chromium() {
                 ("1".into(), "1".into(), "0".into())
             ]
         );
+
+        // Where the level has a distance table: the headline says in how many plies the
+        // value converts, and each pit the distance of playing it, as the API gives them.
+        let won = "3,3,0,0,2,1,0,1,0,2,1,1";
+        c.goto(&format!("{base}/#awari/6/{won}")).await.unwrap();
+        c.refresh().await.unwrap();
+        ready(&c, won).await;
+        let a = api(&base, "awari", won, false);
+        assert_eq!(a["distance"], 8, "{a}");
+        assert_eq!(
+            text(&c, "#value-words").await,
+            "Player 1 to move: the side to move wins by 1 seed (value +1; converts in 8 plies)"
+        );
+        for m in a["moves"].as_array().unwrap() {
+            let pit = format!("#pit-{}", m["pit"]);
+            let d = m["distance"].as_u64().unwrap();
+            assert_eq!(attr(&c, &pit, "data-distance").await, Some(d.to_string()));
+            assert_eq!(text(&c, &format!("{pit} .distance")).await, format!("in {d}"));
+        }
 
         // A phone's width: nothing wider than the screen.
         c.set_window_size(390, 844).await.unwrap();

@@ -296,3 +296,69 @@ fn missing_database_names_the_build_command() {
     let e = error_line(&["stats", "--dir", &dir_arg(&tmp), "--json"]);
     assert!(e.contains("level-006.awl"), "{e}");
 }
+
+/// `--dtc`: the distances of each level counted from its table equal a recount by probing
+/// every position (`Database::distance`), in the text, the JSON and the chart; a level
+/// without a table is named in one line with the command that makes it.
+#[test]
+fn distances_equal_a_recount_by_probing() {
+    let (tmp, _db) = small_db();
+    let dir = dir_arg(&tmp);
+    let e = error_line(&["stats", "--dir", &dir, "--dtc"]);
+    assert!(e.contains("level 0 of") && e.contains("awari dtc"), "{e}");
+    ok(&["dtc", "--dir", &dir, "--levels", "0..=8"]);
+    let e = error_line(&["stats", "--dir", &dir, "--dtc"]);
+    assert!(e.contains("level 9 of") && e.contains("no distance table"), "{e}");
+    let out = ok(&["stats", "--dir", &dir, "--dtc", "--levels", "0..=8", "--json"]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let db = Database::open(tmp.path(), Rules::Awari, 6).unwrap();
+    let levels = doc["distances"].as_array().unwrap();
+    assert_eq!(levels.len(), 9);
+    for (n, l) in levels.iter().enumerate() {
+        let index = Index::new(6, n).unwrap();
+        let mut counts = vec![0u64];
+        for r in 0..index.level_size(n) {
+            let d = db.distance(&index.unrank(n, r)).unwrap().unwrap_or(0) as usize;
+            if counts.len() <= d {
+                counts.resize(d + 1, 0);
+            }
+            counts[d] += 1;
+        }
+        let histogram: Vec<u64> = l["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(histogram, counts[1..], "level {n}");
+        assert_eq!(l["longest"], counts.len() - 1, "level {n}");
+        assert_eq!(l["with_distance"], counts[1..].iter().sum::<u64>(), "level {n}");
+        assert_eq!(l["positions"], index.level_size(n), "level {n}");
+    }
+    // Level 8's row in the text, and the chart's third panel.
+    let svg = tmp.path().join("d.svg");
+    let text = ok(&[
+        "stats",
+        "--dir",
+        &dir,
+        "--dtc",
+        "--levels",
+        "0..=8",
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let l8 = &levels[8];
+    let row = text
+        .lines()
+        .skip_while(|l| !l.starts_with("distances to conversion"))
+        .find(|l| l.split_whitespace().next() == Some("8"))
+        .unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[2], group(l8["with_distance"].as_u64().unwrap()), "{row}");
+    assert_eq!(cells[3], l8["longest"].to_string(), "{row}");
+    assert_eq!(cells[5], l8["median"].to_string(), "{row}");
+    let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());
+    for want in ["distance (plies)", "longest", "mean"] {
+        assert!(texts.iter().any(|t| t == want), "no text {want:?}");
+    }
+}

@@ -4,13 +4,15 @@
 //!
 //! Everything derives from one histogram per level (positions per byte value), counted
 //! in a single parallel pass: a level can hold 10^8 to 10^9 positions, so the payload is
-//! read once, in chunks, each with its own small table.
+//! read once, in chunks, each with its own small table. The distances to conversion
+//! (DESIGN.md section 5.7) are counted the same way from the levels' tables.
 
 use std::ops::RangeInclusive;
 use std::path::Path;
 
 use rayon::prelude::*;
 
+use crate::db::dtc::DistanceTable;
 use crate::db::layout::{db_dir, level_exists, levels_asked, missing_level, Expect};
 use crate::db::raw::Check;
 use crate::db::stack::LevelStack;
@@ -217,6 +219,137 @@ pub fn database_stats(
     Ok(out)
 }
 
+/// The distances to conversion of one level: positions per distance, from its table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistanceStats {
+    /// The level.
+    pub seeds: usize,
+    /// `counts[d]`: positions at distance `d` plies (`counts[0]`: those with none, draws
+    /// and games over), up to the longest.
+    pub counts: Vec<u64>,
+    /// Bytes a distance in the table (1, or 2 where the longest passes 255).
+    pub width: u8,
+    /// The table file's size, in bytes.
+    pub file_bytes: u64,
+}
+
+impl DistanceStats {
+    /// From the distances as a table stores them (`width` bytes each, little-endian),
+    /// counted in parallel on the current rayon pool.
+    pub fn from_payload(seeds: usize, width: u8, payload: &[u8], file_bytes: u64) -> Self {
+        let mut counts: Vec<u64> = match width {
+            1 => histogram(payload).to_vec(),
+            _ => payload
+                .par_chunks(2 * PIECE)
+                .map(|part| {
+                    let mut t = vec![0u64; 1 << 16];
+                    for d in part.chunks_exact(2) {
+                        t[u16::from_le_bytes([d[0], d[1]]) as usize] += 1;
+                    }
+                    t
+                })
+                .reduce(
+                    || vec![0; 1 << 16],
+                    |mut a, b| {
+                        a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                        a
+                    },
+                ),
+        };
+        let longest = counts.iter().rposition(|&c| c > 0).unwrap_or(0);
+        counts.truncate(longest + 1);
+        DistanceStats {
+            seeds,
+            counts,
+            width,
+            file_bytes,
+        }
+    }
+
+    /// Positions of the level.
+    pub fn positions(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Positions with a distance (won or lost, with moves).
+    pub fn with_distance(&self) -> u64 {
+        self.positions() - self.counts[0]
+    }
+
+    /// The longest distance, in plies (0 if none has one).
+    pub fn longest(&self) -> usize {
+        self.counts.len() - 1
+    }
+
+    /// `(distance, positions)` for every distance `1..=longest`, zeros included.
+    pub fn histogram(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.counts.iter().copied().enumerate().skip(1)
+    }
+
+    /// The mean distance of the positions with one (0 if none has one).
+    pub fn mean(&self) -> f64 {
+        let sum: u128 = self.histogram().map(|(d, c)| d as u128 * c as u128).sum();
+        sum as f64 / self.with_distance().max(1) as f64
+    }
+
+    /// The least distance that at least the share `q` (0..=1) of the positions with a
+    /// distance do not pass (0 if none has one): `quantile(0.5)` is the median.
+    pub fn quantile(&self, q: f64) -> usize {
+        let want = (q * self.with_distance() as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (d, c) in self.histogram() {
+            seen += c;
+            if seen >= want {
+                return d;
+            }
+        }
+        0
+    }
+}
+
+/// Counts the distances to conversion of each level asked for (`levels`, or by default
+/// every level from 0 up to the first missing one), reading each level's table, checked
+/// whole against its checksum and against its level's values. `report` is called after
+/// each level. Runs on the current rayon pool.
+///
+/// # Errors
+/// A level missing, a table missing (`awari dtc` makes it), damaged, or made from other
+/// values.
+pub fn distance_stats(
+    root: &Path,
+    rules: Rules,
+    pits: usize,
+    levels: Option<RangeInclusive<usize>>,
+    mut report: impl FnMut(&DistanceStats),
+) -> Result<Vec<DistanceStats>> {
+    let dir = db_dir(root, rules, pits);
+    let range = levels_asked(root, rules, pits, &levels)?;
+    let index = Index::new(pits, *range.end())?;
+    let mut out = Vec::with_capacity(range.clone().count());
+    for n in range.clone() {
+        let want = Expect::level(rules, &index, n);
+        let Some(level) = LevelFile::open(&dir, &want, Check::HeaderOnly)? else {
+            return Err(missing_level(&dir, rules, pits, n, *range.end()));
+        };
+        let sum = level.header().checksum;
+        let Some(table) = DistanceTable::open(&dir, &want, sum, Check::Full)? else {
+            return Err(Error::Input(format!(
+                "level {n} of {} has no distance table: make the tables first (`awari dtc \
+                 --dir {} --rules {rules} --pits {pits} --levels {}..={}`)",
+                dir.display(),
+                root.display(),
+                range.start(),
+                range.end()
+            )));
+        };
+        let bytes = std::fs::metadata(table.path()).map_err(|e| Error::io(table.path(), e))?;
+        let s = DistanceStats::from_payload(n, table.header().width, table.payload(), bytes.len());
+        report(&s);
+        out.push(s);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +372,25 @@ mod tests {
         assert_eq!(s.max().unwrap().0, 3);
         assert_eq!(s.min().unwrap().0, -3);
         assert!(LevelStats::from_histogram(2, &h).is_err());
+    }
+
+    #[test]
+    fn distance_numbers() {
+        // Distances 0, 1, 1, 3, 300 stored in two bytes each; then 0, 2, 2, 2 in one.
+        let wide: Vec<u8> = [0u16, 1, 1, 3, 300]
+            .iter()
+            .flat_map(|d| d.to_le_bytes())
+            .collect();
+        let s = DistanceStats::from_payload(7, 2, &wide, 4106);
+        assert_eq!((s.positions(), s.with_distance(), s.longest()), (5, 4, 300));
+        assert_eq!((s.counts[1], s.counts[3], s.counts[300]), (2, 1, 1));
+        assert!((s.mean() - 305.0 / 4.0).abs() < 1e-12);
+        assert_eq!((s.quantile(0.5), s.quantile(0.75), s.quantile(1.0)), (1, 3, 300));
+        let s = DistanceStats::from_payload(3, 1, &[0, 2, 2, 2], 4100);
+        assert_eq!(s.counts, vec![1, 0, 3]);
+        assert_eq!((s.longest(), s.quantile(0.5), s.mean()), (2, 2, 2.0));
+        let none = DistanceStats::from_payload(0, 1, &[0], 4097);
+        assert_eq!((none.longest(), none.mean(), none.quantile(0.5)), (0, 0.0, 0));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context};
 use plotters::prelude::*;
 
-use awari::expert::stats::LevelStats;
+use awari::expert::stats::{DistanceStats, LevelStats};
 use awari::Rules;
 
 /// Refuses a chart file name that does not end in `.svg` (only the SVG backend is built
@@ -38,9 +38,10 @@ pub fn write_plot(
     rules: Rules,
     pits: usize,
     levels: &[LevelStats],
+    distances: Option<&[DistanceStats]>,
 ) -> anyhow::Result<()> {
     check_plot_path(path)?;
-    let svg = plot_svg(rules, pits, levels)?;
+    let svg = plot_svg(rules, pits, levels, distances)?;
     fs::write(path, svg).with_context(|| path.display().to_string())
 }
 
@@ -88,20 +89,39 @@ fn title_case(s: &str) -> String {
 /// An SVG chart of the levels, readable on its own: a title naming the rules and board;
 /// top, the share of positions won, drawn and lost by the side to move per level
 /// (stacked bars, with a legend); bottom, a heat map of the share of each value per level
-/// (log colour scale, with its colour bar) and the mean value per level as a line.
-pub fn plot_svg(rules: Rules, pits: usize, levels: &[LevelStats]) -> anyhow::Result<String> {
+/// (log colour scale, with its colour bar) and the mean value per level as a line; with
+/// `distances`, a third panel: the heat map of the share of each distance to conversion
+/// among the positions of a level with one, with the mean and the longest per level.
+pub fn plot_svg(
+    rules: Rules,
+    pits: usize,
+    levels: &[LevelStats],
+    distances: Option<&[DistanceStats]>,
+) -> anyhow::Result<String> {
     if levels.is_empty() {
         bail!("no levels to plot");
     }
     let mut svg = String::new();
-    draw(&mut svg, rules, pits, levels).map_err(|e| anyhow!("drawing the chart: {e}"))?;
+    draw(&mut svg, rules, pits, levels, distances)
+        .map_err(|e| anyhow!("drawing the chart: {e}"))?;
     Ok(svg)
 }
 
 type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-fn draw(svg: &mut String, rules: Rules, pits: usize, levels: &[LevelStats]) -> DrawResult {
-    let (w, h) = (1000u32, 900u32);
+/// The height of the chart's third panel (the distances).
+const DTC_PANEL: u32 = 560;
+
+fn draw(
+    svg: &mut String,
+    rules: Rules,
+    pits: usize,
+    levels: &[LevelStats],
+    distances: Option<&[DistanceStats]>,
+) -> DrawResult {
+    let extra = if distances.is_some() { DTC_PANEL } else { 0 };
+    let (w, h) = (1000u32, 900u32 + extra);
     let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
     root.fill(&WHITE)?;
     let title = format!(
@@ -110,6 +130,7 @@ fn draw(svg: &mut String, rules: Rules, pits: usize, levels: &[LevelStats]) -> D
     );
     let root = root.titled(&title, (FONT, 26))?;
     let (upper, lower) = root.split_vertically(360);
+    let (lower, third) = lower.split_vertically(lower.dim_in_pixel().1 - extra);
     let side_width = 190;
     let (bars_area, bars_side) = upper.split_horizontally(w - side_width);
     let (map_area, map_side) = lower.split_horizontally(w - side_width);
@@ -230,21 +251,116 @@ fn draw(svg: &mut String, rules: Rules, pits: usize, levels: &[LevelStats]) -> D
     map_side.draw(&PathElement::new(vec![(12, 60), (34, 60)], mean_style))?;
     map_side.draw(&Circle::new((23, 60), 3, ShapeStyle::from(&RED).filled()))?;
     map_side.draw(&Text::new("mean value", (42, 52), legend_font.clone()))?;
-    for (i, line) in [
+    let caption = [
         "colour: share of",
         "the level's positions",
         "at that value",
         "(log scale)",
-    ]
-    .iter()
-    .enumerate()
+    ];
+    colour_bar(&map_side, &caption)?;
+    if let Some(d) = distances {
+        draw_distances(&third, side_width, d, (x_range_of(levels), x_labels))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// The level axis of the chart: from the least level to the largest, and labels.
+fn x_range_of(levels: &[LevelStats]) -> std::ops::Range<f64> {
+    let lo = levels.iter().map(|l| l.seeds).min().unwrap_or(0) as f64;
+    let hi = levels.iter().map(|l| l.seeds).max().unwrap_or(0) as f64;
+    (lo - 0.5)..(hi + 0.5)
+}
+
+/// The distances panel: a heat map of the share of each distance among the positions of
+/// the level with one (log colour scale), the mean and the longest per level as lines.
+fn draw_distances(
+    area: &Area,
+    side_width: u32,
+    distances: &[DistanceStats],
+    (x_range, x_labels): (std::ops::Range<f64>, usize),
+) -> DrawResult {
+    let (map_area, side) = area.split_horizontally(area.dim_in_pixel().0 - side_width);
+    let top = distances.iter().map(|d| d.longest()).max().unwrap_or(0).max(1) as f64;
+    let whole = |x: f64| (x - x.round()).abs() < 1e-9;
+    let mut map = ChartBuilder::on(&map_area)
+        .caption(
+            "Distance to conversion (plies to the next capture, both sides keeping the value)",
+            (FONT, 17),
+        )
+        .margin(10)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_range, 0.5..(top + 0.5))?;
+    map.configure_mesh()
+        .disable_mesh()
+        .x_labels(x_labels)
+        .x_label_formatter(&|x| match whole(*x) {
+            true => format!("{x:.0}"),
+            false => String::new(),
+        })
+        .y_labels(14)
+        .y_label_formatter(&|y| match whole(*y) {
+            true => format!("{y:.0}"),
+            false => String::new(),
+        })
+        .x_desc("level: seeds on the board")
+        .y_desc("distance (plies)")
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()?;
+    for d in distances {
+        let all = d.with_distance().max(1) as f64;
+        let x = d.seeds as f64;
+        map.draw_series(d.histogram().filter(|&(_, c)| c > 0).map(|(y, c)| {
+            let y = y as f64;
+            Rectangle::new(
+                [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+                viridis(share_scale(c as f64 / all)).filled(),
+            )
+        }))?;
+    }
+    let with: Vec<&DistanceStats> = distances.iter().filter(|d| d.longest() > 0).collect();
+    let mean: Vec<(f64, f64)> = with.iter().map(|d| (d.seeds as f64, d.mean())).collect();
+    let longest: Vec<(f64, f64)> =
+        with.iter().map(|d| (d.seeds as f64, d.longest() as f64)).collect();
+    let legend_font = (FONT, 15).into_font();
+    for (i, (points, colour, name)) in [(mean, RED, "mean"), (longest, BLACK, "longest")]
+        .into_iter()
+        .enumerate()
     {
-        map_side.draw(&Text::new(
+        let style = ShapeStyle::from(&colour).stroke_width(2);
+        map.draw_series(std::iter::once(PathElement::new(points.clone(), style)))?;
+        map.draw_series(
+            points
+                .iter()
+                .map(|&p| Circle::new(p, 3, ShapeStyle::from(&colour).filled())),
+        )?;
+        let y = 30 + 26 * i as i32;
+        side.draw(&PathElement::new(vec![(12, y), (34, y)], style))?;
+        side.draw(&Circle::new((23, y), 3, ShapeStyle::from(&colour).filled()))?;
+        side.draw(&Text::new(name, (42, y - 8), legend_font.clone()))?;
+    }
+    let caption = [
+        "colour: share of the",
+        "level's positions with",
+        "a distance at that one",
+        "(log scale)",
+    ];
+    colour_bar(&side, &caption)
+}
+
+/// The heat maps' legend: four lines of caption, then the colour bar with decades marked.
+fn colour_bar(side: &Area, caption: &[&str; 4]) -> DrawResult {
+    let legend_font = (FONT, 15).into_font();
+    for (i, line) in caption.iter().enumerate() {
+        side.draw(&Text::new(
             *line,
             (10, 95 + 18 * i as i32),
             legend_font.clone(),
         ))?;
     }
+    let map_side = side;
     let (bar_top, bar_bottom) = (180i32, 440i32);
     let steps = 64;
     for s in 0..steps {
@@ -281,7 +397,6 @@ fn draw(svg: &mut String, rules: Rules, pits: usize, levels: &[LevelStats]) -> D
         (10, bar_bottom + 20),
         tick_font,
     ))?;
-    root.present()?;
     Ok(())
 }
 

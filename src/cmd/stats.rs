@@ -1,5 +1,6 @@
 //! `awari stats`: per level the positions, won / drawn / lost shares, mean and extreme
-//! values, and the distribution of values, as a table or JSON, and optionally an SVG chart.
+//! values, and the distribution of values, as a table or JSON, and optionally an SVG chart;
+//! with `--dtc`, the same of the distances to conversion.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use clap::Args;
 use serde::Serialize;
 
 use awari::expert::figures::group;
-use awari::expert::stats::{database_stats, LevelStats};
+use awari::expert::stats::{database_stats, distance_stats, DistanceStats, LevelStats};
 
 use super::plot::{check_plot_path, write_plot};
 
@@ -30,6 +31,12 @@ pub struct StatsArgs {
     /// histogram (positions per value), and the totals.
     #[arg(long)]
     json: bool,
+    /// Also the distances to conversion, from the levels' tables (`awari dtc` makes them):
+    /// per level the positions with one, the longest, mean, median and 99th percentile,
+    /// and the table's size; in the JSON the histogram (positions per distance), in the
+    /// chart a third panel.
+    #[arg(long)]
+    dtc: bool,
     #[command(flatten)]
     threads: Threads,
 }
@@ -40,6 +47,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
         levels,
         plot,
         json,
+        dtc,
         threads,
     } = args;
     db.readable()?;
@@ -64,7 +72,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     };
     let mut rows = 0;
     let stats = pool.install(|| {
-        database_stats(db.dir(), db.rules(), db.pits(), levels, |s| {
+        database_stats(db.dir(), db.rules(), db.pits(), levels.clone(), |s| {
             if !json {
                 // A row as soon as its level is counted (large levels take seconds); the
                 // header with the first, so that an error comes alone.
@@ -77,6 +85,35 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
         })
     })?;
     let total = LevelStats::total(&stats);
+    if !json {
+        println!("{}", row("total", &total));
+        println!();
+        print!("{}", histogram_grid(&stats));
+    }
+    let distances = match dtc {
+        false => None,
+        true => {
+            if !json {
+                println!();
+                println!(
+                    "distances to conversion (plies to the next capture, both sides keeping the value)"
+                );
+                println!(
+                    "{:>5} {:>15} {:>15} {:>7} {:>7} {:>6} {:>6} {:>15}",
+                    "level", "positions", "with distance", "longest", "mean", "median", "99%",
+                    "table bytes"
+                );
+            }
+            let d = pool.install(|| {
+                distance_stats(db.dir(), db.rules(), db.pits(), levels, |s| {
+                    if !json {
+                        println!("{}", distance_row(s));
+                    }
+                })
+            })?;
+            Some(d)
+        }
+    };
     let mut out = std::io::stdout().lock();
     if json {
         let doc = Report {
@@ -85,21 +122,33 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
             dir: dir.display().to_string(),
             levels: stats.iter().map(summary).collect(),
             total: summary(&total),
+            distances: distances.as_deref().map(|d| d.iter().map(distance_summary).collect()),
         };
         serde_json::to_writer(&mut out, &doc)?;
         writeln!(out)?;
-    } else {
-        writeln!(out, "{}", row("total", &total))?;
-        writeln!(out)?;
-        write!(out, "{}", histogram_grid(&stats))?;
     }
     out.flush()?;
     if let Some(p) = plot {
-        write_plot(&p, db.rules(), db.pits(), &stats)?;
+        write_plot(&p, db.rules(), db.pits(), &stats, distances.as_deref())?;
         let bytes = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
         eprintln!("chart written to {} ({} bytes)", p.display(), group(bytes));
     }
     Ok(())
+}
+
+/// One row of the distances' table.
+fn distance_row(s: &DistanceStats) -> String {
+    format!(
+        "{:>5} {:>15} {:>15} {:>7} {:>7.2} {:>6} {:>6} {:>15}",
+        s.seeds,
+        group(s.positions()),
+        group(s.with_distance()),
+        s.longest(),
+        s.mean(),
+        s.quantile(0.5),
+        s.quantile(0.99),
+        group(s.file_bytes)
+    )
 }
 
 /// One row of the table.
@@ -127,6 +176,40 @@ struct Report {
     levels: Vec<Summary>,
     /// All the positions of the levels together (`seeds`: the largest level).
     total: Summary,
+    /// With `--dtc`: the distances to conversion of each level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distances: Option<Vec<DistanceSummary>>,
+}
+
+/// The distances to conversion of one level, the histogram in full.
+#[derive(Serialize)]
+struct DistanceSummary {
+    seeds: usize,
+    positions: u64,
+    with_distance: u64,
+    longest: usize,
+    mean: f64,
+    median: usize,
+    p99: usize,
+    width: u8,
+    table_bytes: u64,
+    /// Positions at each distance from 1 to the longest, in order, zeros included.
+    histogram: Vec<u64>,
+}
+
+fn distance_summary(s: &DistanceStats) -> DistanceSummary {
+    DistanceSummary {
+        seeds: s.seeds,
+        positions: s.positions(),
+        with_distance: s.with_distance(),
+        longest: s.longest(),
+        mean: s.mean(),
+        median: s.quantile(0.5),
+        p99: s.quantile(0.99),
+        width: s.width,
+        table_bytes: s.file_bytes,
+        histogram: s.histogram().map(|(_, c)| c).collect(),
+    }
 }
 
 /// The numbers of one level (or the total), the histogram in full.

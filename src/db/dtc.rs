@@ -213,6 +213,12 @@ impl DistanceTable {
         &self.path
     }
 
+    /// The distances as stored: [`DistanceHeader::width`] bytes a position (little-endian),
+    /// in index order.
+    pub fn payload(&self) -> &[u8] {
+        &self.map[PAYLOAD_OFFSET..]
+    }
+
     /// The distance of the position with index `i`, in plies; `None` for a draw or a
     /// game over.
     pub fn distance(&self, i: u64) -> Option<u16> {

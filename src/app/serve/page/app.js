@@ -107,6 +107,11 @@ function pitLetter(i) {
   return String.fromCharCode(97 + i);
 }
 
+// A distance to conversion in words: the plies to the next capture or the game's end.
+function plies(d) {
+  return d === 1 ? "1 ply" : `${d} plies`;
+}
+
 function valueWords(v) {
   if (v > 0) return `the side to move wins by ${seeds(v)}`;
   if (v < 0) return `the side to move loses by ${seeds(-v)}`;
@@ -184,10 +189,20 @@ function render() {
         el.classList.add("best");
         el.dataset.best = "1";
       }
-      el.title = `${pitLetter(i)}: ${signed(m.value)}${m.captured ? `, captures ${m.captured}` : ""}${m.ends_game ? ", ends the game" : ""}`;
+      // Where the level has a distance table: the plies to the next capture this way.
+      const converts = m.distance == null ? "" : `, converts in ${plies(m.distance)}`;
+      if (m.distance != null) {
+        el.dataset.distance = m.distance;
+        const d = document.createElement("span");
+        d.className = "distance";
+        d.textContent = `in ${m.distance}`;
+        el.append(d);
+      }
+      el.title = `${pitLetter(i)}: ${signed(m.value)}${m.captured ? `, captures ${m.captured}` : ""}${m.ends_game ? ", ends the game" : ""}${converts}`;
     }
     el.disabled = !S.editing && !m;
-    el.setAttribute("aria-label", `pit ${pitLetter(i)}, ${seeds(st.pos[i])}${m ? `, value ${signed(m.value)}${a.best.includes(i) ? ", best" : ""}` : ""}`);
+    const said = m ? `, value ${signed(m.value)}${m.distance == null ? "" : `, converts in ${plies(m.distance)}`}${a.best.includes(i) ? ", best" : ""}` : "";
+    el.setAttribute("aria-label", `pit ${pitLetter(i)}, ${seeds(st.pos[i])}${said}`);
     bottom.appendChild(el);
   }
 
@@ -223,7 +238,8 @@ function render() {
     } else {
       // The value is the margin on the seeds left; the captures so far make the score.
       const fromHere = st.captured[0] + st.captured[1] > 0 && a.value !== 0 ? " from here" : "";
-      vw.textContent = `${NAMES[st.toMove]} to move: ${valueWords(a.value)}${fromHere} (value ${signed(a.value)})`;
+      const converts = a.distance == null ? "" : `; converts in ${plies(a.distance)}`;
+      vw.textContent = `${NAMES[st.toMove]} to move: ${valueWords(a.value)}${fromHere} (value ${signed(a.value)}${converts})`;
       sw.textContent = `With perfect play the game ends ${NAMES[0]} ${score[0]}, ${NAMES[1]} ${score[1]}: ${verdict(score)} (${seeds(n)} on the board).`;
     }
   } else if (S.error) {
