@@ -2,7 +2,7 @@
 //! binary with perfect play on both sides (this test choosing the player's moves with the
 //! library), the final score checked against the start position's value; bad input
 //! answered and asked again; reproducible weaker play; a missing level named with its
-//! build command.
+//! build command; with distance tables, games that convert in exactly the distance.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -160,6 +160,55 @@ fn won_and_lost_starts_are_converted() {
         games += 1;
     }
     assert!(games >= 10, "only {games} games");
+}
+
+/// The ply of a transcript at which the game first converts: the first move that
+/// captures ("you play f, captures 3") or, without one, the last move before "game over".
+fn first_conversion(text: &str) -> usize {
+    let mut plies = 0;
+    for l in text.lines() {
+        if l.starts_with("database plays") || l.starts_with("you play") {
+            plies += 1;
+            if l.contains(", captures") {
+                return plies;
+            }
+        } else if l.starts_with("game over") {
+            return plies;
+        }
+    }
+    panic!("no conversion in:\n{text}")
+}
+
+/// With distance tables (`awari dtc`), the database plays by them: from won and lost
+/// positions, against the player's perfect play (by the tables too: the winner the
+/// nearest value-keeping move, the loser the farthest), the game first converts at
+/// exactly the position's distance and ends at its value.
+#[test]
+fn games_by_the_tables_convert_in_the_distance() {
+    let dir = TempDir::new().unwrap();
+    crate::common::build_levels(dir.path(), Rules::Oware, 6, 11);
+    let root = dir.path().to_str().unwrap();
+    crate::common::ok(&["dtc", "--dir", root, "--rules", "oware"]);
+    let db = Database::open(dir.path(), Rules::Oware, 6).unwrap();
+    let (mut won, mut lost, mut longest) = (0, 0, 0);
+    for (i, b) in crate::common::all_positions(6, 11).iter().enumerate() {
+        if i % 3_001 != 0 || !b.is_stored() {
+            continue;
+        }
+        let Some(d) = db.distance(b).unwrap() else {
+            continue;
+        };
+        let value = db.probe(b).unwrap() as f64;
+        let pits: Vec<String> = b.pits().iter().map(|c| c.to_string()).collect();
+        let mut args = vec!["--rules", "oware", "--first", "db", "--position"];
+        args.extend(pits.iter().map(|s| s.as_str()));
+        let t = play(dir.path(), &args, perfect(&db));
+        assert_eq!(t.score[1] - t.score[0], value, "{b}:\n{}", t.text);
+        assert_eq!(first_conversion(&t.text), d as usize, "{b}:\n{}", t.text);
+        (won, lost) = if value > 0.0 { (won + 1, lost) } else { (won, lost + 1) };
+        longest = longest.max(d);
+    }
+    assert!(won >= 5 && lost >= 5 && longest >= 8, "{won} won, {lost} lost, longest {longest}");
 }
 
 #[test]
