@@ -516,7 +516,10 @@ fn the_page_in_headless_chromium() {
             let pit = format!("#pit-{}", m["pit"]);
             let d = m["distance"].as_u64().unwrap();
             assert_eq!(attr(&c, &pit, "data-distance").await, Some(d.to_string()));
-            assert_eq!(text(&c, &format!("{pit} .distance")).await, format!("in {d}"));
+            assert_eq!(
+                text(&c, &format!("{pit} .distance")).await,
+                format!("in {d}")
+            );
         }
 
         // A phone's width: nothing wider than the screen.

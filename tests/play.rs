@@ -205,10 +205,17 @@ fn games_by_the_tables_convert_in_the_distance() {
         let t = play(dir.path(), &args, perfect(&db));
         assert_eq!(t.score[1] - t.score[0], value, "{b}:\n{}", t.text);
         assert_eq!(first_conversion(&t.text), d as usize, "{b}:\n{}", t.text);
-        (won, lost) = if value > 0.0 { (won + 1, lost) } else { (won, lost + 1) };
+        (won, lost) = if value > 0.0 {
+            (won + 1, lost)
+        } else {
+            (won, lost + 1)
+        };
         longest = longest.max(d);
     }
-    assert!(won >= 5 && lost >= 5 && longest >= 8, "{won} won, {lost} lost, longest {longest}");
+    assert!(
+        won >= 5 && lost >= 5 && longest >= 8,
+        "{won} won, {lost} lost, longest {longest}"
+    );
 }
 
 #[test]

@@ -308,8 +308,13 @@ fn distances_equal_a_recount_by_probing() {
     assert!(e.contains("level 0 of") && e.contains("awari dtc"), "{e}");
     ok(&["dtc", "--dir", &dir, "--levels", "0..=8"]);
     let e = error_line(&["stats", "--dir", &dir, "--dtc"]);
-    assert!(e.contains("level 9 of") && e.contains("no distance table"), "{e}");
-    let out = ok(&["stats", "--dir", &dir, "--dtc", "--levels", "0..=8", "--json"]);
+    assert!(
+        e.contains("level 9 of") && e.contains("no distance table"),
+        "{e}"
+    );
+    let out = ok(&[
+        "stats", "--dir", &dir, "--dtc", "--levels", "0..=8", "--json",
+    ]);
     let doc: Value = serde_json::from_str(&out).unwrap();
     let db = Database::open(tmp.path(), Rules::Awari, 6).unwrap();
     let levels = doc["distances"].as_array().unwrap();
@@ -332,7 +337,11 @@ fn distances_equal_a_recount_by_probing() {
             .collect();
         assert_eq!(histogram, counts[1..], "level {n}");
         assert_eq!(l["longest"], counts.len() - 1, "level {n}");
-        assert_eq!(l["with_distance"], counts[1..].iter().sum::<u64>(), "level {n}");
+        assert_eq!(
+            l["with_distance"],
+            counts[1..].iter().sum::<u64>(),
+            "level {n}"
+        );
         assert_eq!(l["positions"], index.level_size(n), "level {n}");
     }
     // Level 8's row in the text, and the chart's third panel.
@@ -354,7 +363,11 @@ fn distances_equal_a_recount_by_probing() {
         .find(|l| l.split_whitespace().next() == Some("8"))
         .unwrap();
     let cells: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(cells[2], group(l8["with_distance"].as_u64().unwrap()), "{row}");
+    assert_eq!(
+        cells[2],
+        group(l8["with_distance"].as_u64().unwrap()),
+        "{row}"
+    );
     assert_eq!(cells[3], l8["longest"].to_string(), "{row}");
     assert_eq!(cells[5], l8["median"].to_string(), "{row}");
     let texts = svg_texts(&std::fs::read_to_string(&svg).unwrap());

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::db::layout::db_dir;
+use crate::db::raw::PAYLOAD_OFFSET;
 use crate::db::stack::{survey, LevelInfo};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -51,7 +52,18 @@ pub struct PlanOptions {
     /// A bench CSV or rates file to take the rate from, instead of the rates measured in
     /// the folder or a calibration.
     pub rates: Option<PathBuf>,
+    /// Also plan the distance tables (`awari dtc`, `awari build --dtc`; one process only).
+    pub dtc: bool,
 }
+
+/// Bytes a position held while a level's distance table is made (DESIGN.md section 5.7):
+/// its word of distance, count and value.
+pub const DTC_STATE_BYTES: u64 = 4;
+
+/// How many times a level's build time making its distance table takes: measured on 2
+/// threads here, alternating with builds of the same levels (Awari level 22: 92 to 112 s
+/// against 34 s; level 27: 904 s against 289 s; other work on the machine in both).
+pub const DTC_TIME_FACTOR: f64 = 3.0;
 
 /// The rate a plan is timed at, in words where it comes from, and (when its measurement
 /// was disturbed by other work) how much longer a build beside that work takes.
@@ -67,6 +79,13 @@ struct RateFrom {
 pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> {
     if opts.nodes == 0 {
         return Err(Error::Input("--nodes must be at least 1".into()));
+    }
+    if opts.dtc && opts.nodes > 1 {
+        return Err(Error::Input(
+            "--dtc plans the tables of one process (`awari dtc` does not run over ranks \
+             yet): leave out --nodes"
+                .into(),
+        ));
     }
     let index = Index::new(opts.pits, opts.max_seeds)?;
     let root = opts.root.as_path();
@@ -253,8 +272,61 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
     advise(&levels, &machine, &mut out, |m| {
         plan(&index, opts.max_seeds, m, ratio, None, opts.checkpoints)
     });
+    if opts.dtc {
+        dtc_plan(&levels, &machine, &mut out);
+    }
     out.push(String::new());
     Ok(out.join("\n"))
+}
+
+/// The distance tables' part of a plan: per level the memory of making its table (a word
+/// a position, the level's values and every level below, read at random), the table's
+/// size (a byte a position: no level measured passes 255 plies) and the time, about
+/// [`DTC_TIME_FACTOR`] times the level's build.
+fn dtc_plan(levels: &[LevelPlan], machine: &Machine, out: &mut Vec<String>) {
+    out.push(format!(
+        "distance tables (`awari dtc`): a word (4 bytes) a position while a level's table is \
+         made, with the level's values and the levels below (read at random); a table of a \
+         byte a position (two where a level's longest passes 255 plies: none measured, up to \
+         level 28 of either rule set); about {DTC_TIME_FACTOR:.0} times the level's build"
+    ));
+    out.push(format!(
+        "{:>5} {:>19} {:>11} {:>11} {:>12} {:>10}  fits",
+        "level", "positions", "memory", "table", "with levels", "time"
+    ));
+    let (mut tables, mut seconds, mut peak) = (0u64, 0.0, 0u64);
+    for l in levels {
+        // Every level below is mapped (or in memory, packed) and read at random.
+        let memory = l.positions * (DTC_STATE_BYTES + 1) + (l.raw_so_far - l.raw);
+        tables += PAYLOAD_OFFSET as u64 + l.positions;
+        seconds += l.seconds.unwrap_or(0.0) * DTC_TIME_FACTOR;
+        peak = peak.max(memory);
+        let fits = match (
+            memory <= machine.memory,
+            l.raw_so_far + tables <= machine.disk,
+        ) {
+            (true, true) => "yes",
+            (false, true) => "NO: memory",
+            (true, false) => "NO: disk",
+            (false, false) => "NO: memory, disk",
+        };
+        out.push(format!(
+            "{:>5} {:>19} {:>11} {:>11} {:>12} {:>10}  {fits}",
+            l.seeds,
+            group(l.positions),
+            bytes(memory),
+            bytes(PAYLOAD_OFFSET as u64 + l.positions),
+            bytes(l.raw_so_far + tables),
+            duration(l.seconds.unwrap_or(0.0) * DTC_TIME_FACTOR),
+        ));
+    }
+    out.push(format!(
+        "tables total: at most {} of memory, {} of tables ({} with the raw levels); about {}",
+        bytes(peak),
+        bytes(tables),
+        bytes(levels.last().map_or(0, |l| l.raw_so_far) + tables),
+        duration(seconds)
+    ));
 }
 
 /// "0.4 s", "12 min", "3.1 h".

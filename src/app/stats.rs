@@ -385,12 +385,18 @@ mod tests {
         assert_eq!((s.positions(), s.with_distance(), s.longest()), (5, 4, 300));
         assert_eq!((s.counts[1], s.counts[3], s.counts[300]), (2, 1, 1));
         assert!((s.mean() - 305.0 / 4.0).abs() < 1e-12);
-        assert_eq!((s.quantile(0.5), s.quantile(0.75), s.quantile(1.0)), (1, 3, 300));
+        assert_eq!(
+            (s.quantile(0.5), s.quantile(0.75), s.quantile(1.0)),
+            (1, 3, 300)
+        );
         let s = DistanceStats::from_payload(3, 1, &[0, 2, 2, 2], 4100);
         assert_eq!(s.counts, vec![1, 0, 3]);
         assert_eq!((s.longest(), s.quantile(0.5), s.mean()), (2, 2, 2.0));
         let none = DistanceStats::from_payload(0, 1, &[0], 4097);
-        assert_eq!((none.longest(), none.mean(), none.quantile(0.5)), (0, 0.0, 0));
+        assert_eq!(
+            (none.longest(), none.mean(), none.quantile(0.5)),
+            (0, 0.0, 0)
+        );
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct PlanArgs {
     /// database, or else a calibration build of a few seconds.
     #[arg(long, value_name = "CSV")]
     rates: Option<PathBuf>,
+    /// Also plan the distance tables (`awari dtc`, `awari build --dtc`): per level the
+    /// memory of making its table, its size and time (one process; not with --nodes).
+    #[arg(long)]
+    dtc: bool,
 }
 
 pub fn run(args: PlanArgs) -> anyhow::Result<()> {
@@ -74,6 +78,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         disk: args.disk_per_node.map(gb),
         checkpoints: args.checkpoint_every.0.is_some(),
         rates: args.rates,
+        dtc: args.dtc,
     };
     let text = report(&opts, |line| eprintln!("{line}"))?;
     print!("{text}");

@@ -281,7 +281,12 @@ fn draw_distances(
     (x_range, x_labels): (std::ops::Range<f64>, usize),
 ) -> DrawResult {
     let (map_area, side) = area.split_horizontally(area.dim_in_pixel().0 - side_width);
-    let top = distances.iter().map(|d| d.longest()).max().unwrap_or(0).max(1) as f64;
+    let top = distances
+        .iter()
+        .map(|d| d.longest())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
     let whole = |x: f64| (x - x.round()).abs() < 1e-9;
     let mut map = ChartBuilder::on(&map_area)
         .caption(
@@ -322,8 +327,10 @@ fn draw_distances(
     }
     let with: Vec<&DistanceStats> = distances.iter().filter(|d| d.longest() > 0).collect();
     let mean: Vec<(f64, f64)> = with.iter().map(|d| (d.seeds as f64, d.mean())).collect();
-    let longest: Vec<(f64, f64)> =
-        with.iter().map(|d| (d.seeds as f64, d.longest() as f64)).collect();
+    let longest: Vec<(f64, f64)> = with
+        .iter()
+        .map(|d| (d.seeds as f64, d.longest() as f64))
+        .collect();
     let legend_font = (FONT, 15).into_font();
     for (i, (points, colour, name)) in [(mean, RED, "mean"), (longest, BLACK, "longest")]
         .into_iter()

@@ -100,7 +100,13 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
                 );
                 println!(
                     "{:>5} {:>15} {:>15} {:>7} {:>7} {:>6} {:>6} {:>15}",
-                    "level", "positions", "with distance", "longest", "mean", "median", "99%",
+                    "level",
+                    "positions",
+                    "with distance",
+                    "longest",
+                    "mean",
+                    "median",
+                    "99%",
                     "table bytes"
                 );
             }
@@ -122,7 +128,9 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
             dir: dir.display().to_string(),
             levels: stats.iter().map(summary).collect(),
             total: summary(&total),
-            distances: distances.as_deref().map(|d| d.iter().map(distance_summary).collect()),
+            distances: distances
+                .as_deref()
+                .map(|d| d.iter().map(distance_summary).collect()),
         };
         serde_json::to_writer(&mut out, &doc)?;
         writeln!(out)?;

@@ -307,3 +307,75 @@ fn plan_takes_the_rates_a_build_recorded() {
         "{total}"
     );
 }
+
+/// `--dtc`: per level the memory of making its distance table (4 bytes a position, its
+/// values, every level below), the table (a byte a position and a 4096-byte header) and
+/// three times the build's time; what does not fit said; refused with --nodes.
+#[test]
+fn plan_dtc_counts_the_tables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("bench.csv");
+    fs::write(
+        &csv,
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n\
+         20,80214915,1,40.1,10.0,30.0,2000000,1\n",
+    )
+    .unwrap();
+    let dir = tmp.path().join("db");
+    let plan = |memory: &str, more: &[&str]| {
+        let mut args = vec![
+            "plan",
+            "--max-seeds",
+            "30",
+            "--memory-per-node",
+            memory,
+            "--cores-per-node",
+            "2",
+            "--disk-per-node",
+            "100",
+            "--dir",
+            dir.to_str().unwrap(),
+            "--rates",
+            csv.to_str().unwrap(),
+            "--dtc",
+        ];
+        args.extend(more);
+        run(&args)
+    };
+    let (ok, text, err) = plan("24", &[]);
+    assert!(ok, "{err}");
+    let part = &text[text.find("distance tables (`awari dtc`)").expect(&text)..];
+    let row = |n: &str| -> Vec<&str> {
+        part.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|w| w.first() == Some(&n))
+            .unwrap_or_else(|| panic!("no dtc row {n}:\n{part}"))
+    };
+    // Level 30: 2,742,236,068 positions, 5 bytes each (13.7 GB) and 7.1 GB of levels
+    // below; a table of 2.7 GB.
+    let r30 = row("30");
+    assert_eq!(r30[1], "2,742,236,068", "{part}");
+    assert_eq!(&r30[2..6], ["20.8", "GB", "2.7", "GB"], "{part}");
+    assert_eq!(r30.last().unwrap(), &"yes", "{part}");
+    assert_eq!(&row("16")[4..6], ["13", "MB"], "{part}");
+    assert!(
+        part.contains("tables total: at most 20.8 GB of memory, 9.8 GB of tables"),
+        "{part}"
+    );
+    // On 12 GB, levels 29 and 30 do not fit.
+    let (_, text, _) = plan("12", &[]);
+    let part = &text[text.find("distance tables").unwrap()..];
+    let fits = |n: &str| {
+        part.lines()
+            .find(|l| l.split_whitespace().next() == Some(n))
+            .unwrap()
+            .ends_with("NO: memory")
+    };
+    assert!(!fits("28") && fits("29") && fits("30"), "{part}");
+    let (ok, _, err) = plan("24", &["--nodes", "2"]);
+    assert!(!ok);
+    assert!(
+        err.contains("--dtc plans the tables of one process"),
+        "{err}"
+    );
+}
