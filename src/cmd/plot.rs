@@ -78,6 +78,14 @@ fn share_scale(share: f64) -> f64 {
     (share.max(1e-300).log10() - LOG_MIN) / -LOG_MIN
 }
 
+/// A heat map's cell: level `x`, value or distance `y`, coloured by its `share`.
+fn heat_cell(x: f64, y: f64, share: f64) -> Rectangle<(f64, f64)> {
+    Rectangle::new(
+        [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
+        viridis(share_scale(share)).filled(),
+    )
+}
+
 /// "Awari" for `awari`.
 fn title_case(s: &str) -> String {
     let mut c = s.chars();
@@ -230,13 +238,11 @@ fn draw(
     for l in levels {
         let all = l.positions().max(1) as f64;
         let x = l.seeds as f64;
-        map.draw_series(l.histogram().filter(|&(_, c)| c > 0).map(|(v, c)| {
-            let y = v as f64;
-            Rectangle::new(
-                [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
-                viridis(share_scale(c as f64 / all)).filled(),
-            )
-        }))?;
+        map.draw_series(
+            l.histogram()
+                .filter(|&(_, c)| c > 0)
+                .map(|(v, c)| heat_cell(x, v as f64, c as f64 / all)),
+        )?;
     }
     let means: Vec<(f64, f64)> = levels.iter().map(|l| (l.seeds as f64, l.mean())).collect();
     let mean_style = ShapeStyle::from(&RED).stroke_width(2);
@@ -317,13 +323,11 @@ fn draw_distances(
     for d in distances {
         let all = d.with_distance().max(1) as f64;
         let x = d.seeds as f64;
-        map.draw_series(d.histogram().filter(|&(_, c)| c > 0).map(|(y, c)| {
-            let y = y as f64;
-            Rectangle::new(
-                [(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)],
-                viridis(share_scale(c as f64 / all)).filled(),
-            )
-        }))?;
+        map.draw_series(
+            d.histogram()
+                .filter(|&(_, c)| c > 0)
+                .map(|(y, c)| heat_cell(x, y as f64, c as f64 / all)),
+        )?;
     }
     let with: Vec<&DistanceStats> = distances.iter().filter(|d| d.longest() > 0).collect();
     let mean: Vec<(f64, f64)> = with.iter().map(|d| (d.seeds as f64, d.mean())).collect();
