@@ -86,6 +86,20 @@ fn heat_cell(x: f64, y: f64, share: f64) -> Rectangle<(f64, f64)> {
     )
 }
 
+/// Levels, values and distances are whole numbers: a tick between two (a chart of one or
+/// two levels) gets no label rather than a rounded duplicate.
+fn whole(x: f64) -> bool {
+    (x - x.round()).abs() < 1e-9
+}
+
+/// A tick's label: the whole number, or none between two.
+fn whole_label(x: &f64) -> String {
+    match whole(*x) {
+        true => format!("{x:.0}"),
+        false => String::new(),
+    }
+}
+
 /// "Awari" for `awari`.
 fn title_case(s: &str) -> String {
     let mut c = s.chars();
@@ -148,16 +162,7 @@ fn draw(
     let x_range = (lo - 0.5)..(hi + 0.5);
     let x_labels = levels.len() + 1;
     let x_desc = "level: seeds on the board";
-    // Levels and values are whole numbers: a tick between two (a chart of one or two
-    // levels) gets no label rather than a rounded duplicate.
-    let whole = |x: f64| (x - x.round()).abs() < 1e-9;
-    let level_label = |x: &f64| {
-        if whole(*x) {
-            format!("{x:.0}")
-        } else {
-            String::new()
-        }
-    };
+    let level_label = whole_label;
 
     // Top: won / drawn / lost stacked to 100%: lost from the bottom, won from the top.
     let mut bars = ChartBuilder::on(&bars_area)
@@ -219,7 +224,7 @@ fn draw(
         .margin(10)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(x_range, (-top - 0.5)..(top + 0.5))?;
+        .build_cartesian_2d(x_range.clone(), (-top - 0.5)..(top + 0.5))?;
     map.configure_mesh()
         .disable_mesh()
         .x_labels(x_labels)
@@ -265,17 +270,10 @@ fn draw(
     ];
     colour_bar(&map_side, &caption)?;
     if let Some(d) = distances {
-        draw_distances(&third, side_width, d, (x_range_of(levels), x_labels))?;
+        draw_distances(&third, side_width, d, (x_range, x_labels))?;
     }
     root.present()?;
     Ok(())
-}
-
-/// The level axis of the chart: from the least level to the largest, and labels.
-fn x_range_of(levels: &[LevelStats]) -> std::ops::Range<f64> {
-    let lo = levels.iter().map(|l| l.seeds).min().unwrap_or(0) as f64;
-    let hi = levels.iter().map(|l| l.seeds).max().unwrap_or(0) as f64;
-    (lo - 0.5)..(hi + 0.5)
 }
 
 /// The distances panel: a heat map of the share of each distance among the positions of
@@ -293,7 +291,6 @@ fn draw_distances(
         .max()
         .unwrap_or(0)
         .max(1) as f64;
-    let whole = |x: f64| (x - x.round()).abs() < 1e-9;
     let mut map = ChartBuilder::on(&map_area)
         .caption(
             "Distance to conversion (plies to the next capture, both sides keeping the value)",
@@ -306,15 +303,9 @@ fn draw_distances(
     map.configure_mesh()
         .disable_mesh()
         .x_labels(x_labels)
-        .x_label_formatter(&|x| match whole(*x) {
-            true => format!("{x:.0}"),
-            false => String::new(),
-        })
+        .x_label_formatter(&whole_label)
         .y_labels(14)
-        .y_label_formatter(&|y| match whole(*y) {
-            true => format!("{y:.0}"),
-            false => String::new(),
-        })
+        .y_label_formatter(&whole_label)
         .x_desc("level: seeds on the board")
         .y_desc("distance (plies)")
         .label_style((FONT, 14))
