@@ -105,7 +105,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // Every error prints its own part only: the chain says each cause once.
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("error: {}", msg.join(": "));
+            // One write, so that ranks sharing mpirun's stream do not interleave mid-line.
+            let line = format!("error: {}\n", msg.join(": "));
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             if e.downcast_ref::<cmd::Usage>().is_some() {
                 ExitCode::from(2)
             } else {

@@ -384,7 +384,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
     };
     let started = std::time::Instant::now();
     let result = build_slices(&comm, &opts, print, |line| {
-        eprintln!("warning: rank {rank} of {ranks}: {line}")
+        say(&format!("warning: rank {rank} of {ranks}: {line}"))
     });
     match result {
         Ok(reports) => {
@@ -400,7 +400,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
             Ok(())
         }
         Err(e) => {
-            eprintln!("error: rank {rank} of {ranks}: {}", e.one_line());
+            say(&format!("error: rank {rank} of {ranks}: {}", e.one_line()));
             // The first abort ends the job: when ranks stop together (a refusal all of them
             // agreed on), each waits a moment so that the others' lines, which may be the
             // ones that say why, are printed too (one was lost in a CI run).
@@ -422,6 +422,15 @@ fn slice_said(r: &LevelReport) -> String {
         said += &format!(", {} checkpoint(s)", r.checkpoints);
     }
     said
+}
+
+/// Prints a rank's line to stderr in one write: `eprintln!` writes each piece of its
+/// format separately, and the ranks share mpirun's stream, so their lines interleaved
+/// mid-word (a CI run read "error: rank error: rank 1 of 2: ...").
+#[cfg(feature = "mpi")]
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
 }
 
 /// What a rank says when `mpirun` ends the job under it (it sends SIGTERM to the ranks
