@@ -88,7 +88,10 @@ pub mod expert {
     pub use crate::app::line::{Conversion, CONVERSION_LIMIT};
     pub use crate::app::query::{draw, parse_counts, LINE_PLIES};
     pub use crate::db::checkpoint::CheckpointAt;
-    pub use crate::db::dtc::{dtc_path, DistanceHeader, DistanceTable};
+    pub use crate::db::dtc::{
+        dtc_packed_path, dtc_path, list_tables, pack_table, unpack_table, DistanceHeader,
+        DistanceTable, TableSizes,
+    };
     pub use crate::db::layout::{
         build_command, db_dir, level_exists, level_path, list_levels, packed_path, present_levels,
     };
@@ -145,7 +148,9 @@ pub mod expert {
     /// Packed levels (DESIGN.md sections 6 and 7): independent zstd blocks with a block
     /// table and checksums, and the value model that makes them smaller.
     pub mod pack {
-        pub use crate::app::share::{pack_level, unpack_level, PackReport};
+        pub use crate::app::share::{
+            pack_files, pack_level, unpack_files, unpack_level, Holds, PackReport,
+        };
         pub use crate::db::model::Model;
         pub use crate::db::pack::{PackOptions, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL};
         pub use crate::db::stack::{survey, LevelInfo, LevelStack};

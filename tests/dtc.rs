@@ -6,7 +6,7 @@
 use awari::expert::{Conversion, Database, Index};
 use awari::{make_tables, DtcOptions, Position, Rules, Tablebase};
 
-use crate::common::build_levels;
+use crate::common::{build_levels, ok, run};
 
 /// A small deterministic generator (xorshift64*), so that a failure names a position
 /// that a rerun meets again.
@@ -91,5 +91,109 @@ fn lines_convert_in_exactly_the_distance() {
             );
         }
         assert!(longest > 20, "{rules}: longest {longest}");
+    }
+}
+
+/// Distance tables packed by `awari pack --all --remove-raw` answer every position of
+/// levels 0..=12 of Oware as the raw tables do (the database's probe, the tablebase's
+/// probe and best move); a damaged block is named in one line and `awari dtc` makes that
+/// table again; `awari unpack` restores the raw tables byte for byte.
+#[test]
+fn packed_tables_answer_as_the_raw_ones() {
+    let top = 12;
+    let rules = Rules::Oware;
+    let raw = tempfile::tempdir().unwrap();
+    build_levels(raw.path(), rules, 6, top);
+    let opts = DtcOptions {
+        root: raw.path().to_path_buf(),
+        rules,
+        pits: 6,
+        levels: None,
+        force: false,
+        progress: false,
+    };
+    make_tables(&opts, |_| {}, |w| panic!("unexpected warning: {w}")).unwrap();
+    let packed = tempfile::tempdir().unwrap();
+    let (from, to) = (raw.path().join("oware-6"), packed.path().join("oware-6"));
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(&from).unwrap() {
+        let name = e.unwrap().file_name();
+        std::fs::copy(from.join(&name), to.join(&name)).unwrap();
+    }
+    let dir = to.to_str().unwrap();
+    let out = ok(&["pack", "--all", "--remove-raw", "--dir", dir]);
+    // A row for each level and each table, and only packed files left.
+    assert_eq!(out.matches(" distances\n").count(), top + 1, "{out}");
+    assert!(
+        out.contains(&format!("total: {} files", 2 * (top + 1))),
+        "{out}"
+    );
+    let names: Vec<String> = std::fs::read_dir(&to)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("level-"))
+        .collect();
+    assert_eq!(names.len(), 2 * (top + 1), "{names:?}");
+    assert!(names
+        .iter()
+        .all(|n| n.ends_with(".awp") || n.ends_with(".adz")));
+    let a = Database::open(raw.path(), rules, 6).unwrap();
+    let b = Database::open(packed.path(), rules, 6).unwrap();
+    let tb = Tablebase::open_rules(packed.path(), rules).unwrap();
+    let index = Index::new(6, top).unwrap();
+    let mut with_distance = 0;
+    for n in 0..=top {
+        assert!(b.distances(n).unwrap().unwrap().is_packed());
+        for i in 0..index.level_size(n) {
+            let board = index.unrank(n, i);
+            let d = a.distance(&board).unwrap();
+            assert_eq!(b.distance(&board).unwrap(), d, "{board}");
+            with_distance += d.is_some() as u64;
+            if i % 101 == 0 {
+                let pos = Position::from(board);
+                assert_eq!(tb.probe_distance(&pos).unwrap(), d, "{board}");
+                let first = a.line(&board, 1).unwrap().plies.first().map(|p| p.pit);
+                assert_eq!(tb.best_move(&pos).unwrap(), first, "{board}");
+            }
+        }
+    }
+    assert!(with_distance > 1_000_000, "{with_distance}");
+    // A damaged block of level 12's table: the query names the file and the block.
+    let table = to.join("level-012.adz");
+    let mut bad = std::fs::read(&table).unwrap();
+    let at = bad.len() - 100;
+    bad[at] ^= 0x10;
+    std::fs::write(&table, &bad).unwrap();
+    let last = index.unrank(12, index.level_size(12) - 1).to_string();
+    let mut args = vec!["query", "--dir", dir];
+    args.extend(last.split_whitespace());
+    let (done, _, err) = run(&args);
+    assert!(!done);
+    assert!(
+        err.starts_with("error: ") && err.contains("level-012.adz") && err.contains("block"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // `awari dtc` finds it too, says so and makes the table again (raw), the packed one
+    // removed.
+    let root = packed.path().to_str().unwrap();
+    let (done, out, err) = run(&["dtc", "--rules", "oware", "--dir", root]);
+    assert!(done, "{err}");
+    assert!(out.contains("(1 made, 12 kept)"), "{out}");
+    assert!(
+        err.contains("level-012.adz") && err.contains("made again"),
+        "{err}"
+    );
+    assert!(!table.exists());
+    // Unpacked: the raw tables, byte for byte (level 12's made again by then).
+    let out = ok(&["unpack", "--all", "--remove-packed", "--dir", dir]);
+    assert_eq!(out.matches(" distances\n").count(), top, "{out}");
+    for n in 0..=top {
+        let name = format!("level-{n:03}.awd");
+        let (x, y) = (
+            std::fs::read(from.join(&name)),
+            std::fs::read(to.join(&name)),
+        );
+        assert!(x.unwrap() == y.unwrap(), "{name}");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 
-use awari::expert::pack::{pack_level, unpack_level, LevelStack, Model, PackOptions};
+use awari::expert::pack::{pack_level, unpack_level, Holds, LevelStack, Model, PackOptions};
 use awari::expert::romein_bal::{export, import, scores_path, ImportOptions};
 use awari::expert::{db_dir, level_path, packed_path, Database, Index};
 use awari::{verify, Rules, VerifyOptions};
@@ -476,7 +476,7 @@ fn exit_packs_match_raw(rules: Rules, pits: usize, top: usize, block: u32) -> te
     let mut packed_bytes = 0;
     for n in 0..=top {
         let r = pack_level(&mut levels, n, &opts, true).unwrap();
-        assert_eq!(r.model, Model::Exits);
+        assert_eq!(r.holds, Holds::Values(Model::Exits));
         packed_bytes += r.packed_bytes;
     }
     drop(levels);

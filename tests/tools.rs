@@ -216,6 +216,10 @@ fn values(answer: &Value) -> (i64, Vec<(u64, i64)>) {
 #[test]
 fn python_reader_answers_random_positions_as_the_binary_does() {
     let db = Db::built(&["awari", "oware"], MAX);
+    // With their distance tables, so that the readers' distances are compared too.
+    for rules in ["awari", "oware"] {
+        ok(&["dtc", "--rules", rules, "--dir", &db.root()]);
+    }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut compared = 0;
     for rules in ["awari", "oware"] {
@@ -223,7 +227,7 @@ fn python_reader_answers_random_positions_as_the_binary_does() {
         let (rust, py) = both_answers(&db, rules, &(positions.join("\n") + "\n"));
         assert_eq!(rust.len(), PER_RULES, "{rules}: one answer per position");
         assert_eq!(py.len(), PER_RULES, "{rules}: one answer per position");
-        let (mut unstored, mut over, mut ending) = (0, 0, 0);
+        let (mut unstored, mut over, mut ending, mut far) = (0, 0, 0, 0);
         for ((pos, r), p) in positions.iter().zip(&rust).zip(&py) {
             assert!(r.get("error").is_none(), "{rules} {pos}: {r}");
             assert_eq!(
@@ -234,6 +238,7 @@ fn python_reader_answers_random_positions_as_the_binary_does() {
             // Every other field is derived the same way, so the objects agree too.
             assert_eq!(r, p, "{rules} {pos}");
             unstored += usize::from(r["stored"] == false);
+            far += usize::from(r["distance"].as_u64().is_some_and(|d| d >= 3));
             over += usize::from(!r["game_over"].is_null());
             ending += usize::from(
                 r["moves"]
@@ -245,8 +250,8 @@ fn python_reader_answers_random_positions_as_the_binary_does() {
             compared += 1;
         }
         assert!(
-            unstored >= 100 && over >= 100,
-            "{rules}: {unstored} unstored, {over} over"
+            unstored >= 100 && over >= 100 && far >= 100,
+            "{rules}: {unstored} unstored, {over} over, {far} at distance 3 or more"
         );
         if rules == "awari" {
             assert!(
@@ -256,6 +261,24 @@ fn python_reader_answers_random_positions_as_the_binary_does() {
         }
     }
     assert_eq!(compared, 2 * PER_RULES);
+    // A table that is only packed (zstd, which this reader lacks): refused in one line
+    // that says how to unpack it.
+    let packed = db.copy("packed");
+    let dir = Path::new(&packed).join("awari-6");
+    let raw_level = fs::read(dir.join("level-012.awl")).unwrap();
+    ok(&["pack", "--level", "12", "--dir", &packed, "--remove-raw"]);
+    fs::write(dir.join("level-012.awl"), raw_level).unwrap();
+    let twelve = ["0", "0", "0", "0", "0", "0", "12", "0", "0", "0", "0", "0"];
+    let (_, err) = python_fail(
+        "awari_db.py",
+        &[&["--dir", &packed], &twelve[..]].concat(),
+        1,
+    );
+    assert!(
+        err.starts_with("error: level 12's distance table is only packed")
+            && err.contains("unpack --level 12"),
+        "{err}"
+    );
 }
 
 #[test]

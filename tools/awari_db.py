@@ -22,8 +22,8 @@ Dependencies: none beyond the Python 3.11 standard library for raw levels
 (`level-NNN.awl`): queries, `check` and the XXH3-64 checksum are pure Python. Packed
 levels (`level-NNN.awp`) are zstd-compressed and zstd is not in the standard library;
 this reader does not read them (that would need the `zstandard` PyPI package): a
-level that is only packed is refused with one line that says so, and `awari unpack`
-turns it back into a raw level. Bad input gives one line `error: ...` on stderr and
+level or distance table (`level-NNN.adz`) that is only packed is refused with one line
+that says so, and `awari unpack` turns it back into a raw one. Bad input gives one line `error: ...` on stderr and
 exit status 1.
 """
 
@@ -590,7 +590,13 @@ class Database:
         """Level `n`'s distance table; None if it has none."""
         if n not in self.tables:
             path = os.path.join(self.dir, f"level-{n:03}.awd")
+            packed = os.path.join(self.dir, f"level-{n:03}.adz")
             level = self.level(n)
+            if not os.path.exists(path) and os.path.exists(packed):
+                raise ToolError(
+                    f"level {n}'s distance table is only packed ({packed}); this reader reads "
+                    f"raw tables only (packs would need zstd): run "
+                    f"`{awari_command(f'unpack --level {n}', self.root, self.rules, self.pits)}`")
             self.tables[n] = Table(path, level) if os.path.exists(path) else None
         return self.tables[n]
 

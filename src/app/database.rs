@@ -162,7 +162,7 @@ impl Database {
         if board.is_stored() {
             let n = board.seeds();
             return Ok(match self.distances(n)? {
-                Some(t) => t.distance(self.index.rank_in(board, n)),
+                Some(t) => t.distance(self.index.rank_in(board, n))?,
                 None => None,
             });
         }
@@ -312,7 +312,7 @@ impl Database {
         if stored && tables {
             let n = board.seeds();
             let table = self.distances(n)?.expect("the level has a table");
-            let d = table.distance(self.index.rank_in(board, n));
+            let d = table.distance(self.index.rank_in(board, n))?;
             if d != distance {
                 return Err(Error::format(
                     table.path(),

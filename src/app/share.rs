@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use crate::db::dtc::{dtc_packed_path, dtc_path, pack_table, unpack_table, TableSizes};
 use crate::db::layout::{
     db_dir, level_exists, level_path, list_levels, missing_level, packed_path, Expect,
 };
@@ -256,6 +257,89 @@ pub fn import(
     Ok(done)
 }
 
+/// What a packed file holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holds {
+    /// A level's values, stored in this model.
+    Values(Model),
+    /// A level's distance table (DESIGN.md section 4.6).
+    Distances,
+}
+
+impl std::fmt::Display for Holds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Holds::Values(m) => f.write_str(m.name()),
+            Holds::Distances => f.write_str("distances"),
+        }
+    }
+}
+
+/// Packs what of level `n` is raw: the level (as [`pack_level`]) and its distance table
+/// (as [`pack_table`], at `opts`'s zstd level), a report for each file packed. Refused
+/// where neither is raw.
+pub fn pack_files(
+    levels: &mut LevelStack,
+    n: usize,
+    opts: &PackOptions,
+    remove_raw: bool,
+) -> Result<Vec<PackReport>> {
+    let dir = levels.dir().to_path_buf();
+    let mut done = Vec::new();
+    // A packed level with a raw table: the table alone.
+    if level_path(&dir, n).exists() || !dtc_path(&dir, n).exists() {
+        done.push(pack_level(levels, n, opts, remove_raw)?);
+    }
+    let t0 = std::time::Instant::now();
+    let (expect, values) = level_checksum(levels, n)?;
+    if let Some(t) = pack_table(&dir, &expect, values, opts.zstd_level, remove_raw)? {
+        done.push(table_report(&expect, t, t0));
+    }
+    Ok(done)
+}
+
+/// Unpacks what of level `n` is packed: the level (as [`unpack_level`]) and its distance
+/// table (as [`unpack_table`]), a report for each file restored. Refused where neither
+/// is packed.
+pub fn unpack_files(
+    levels: &mut LevelStack,
+    n: usize,
+    remove_packed: bool,
+) -> Result<Vec<PackReport>> {
+    let dir = levels.dir().to_path_buf();
+    let mut done = Vec::new();
+    if packed_path(&dir, n).exists() || !dtc_packed_path(&dir, n).exists() {
+        done.push(unpack_level(levels, n, remove_packed)?);
+    }
+    let t0 = std::time::Instant::now();
+    let (expect, values) = level_checksum(levels, n)?;
+    if let Some(t) = unpack_table(&dir, &expect, values, remove_packed)? {
+        done.push(table_report(&expect, t, t0));
+    }
+    Ok(done)
+}
+
+/// What level `n` of `levels` is, and the payload checksum of its values (which its
+/// distance table names).
+fn level_checksum(levels: &LevelStack, n: usize) -> Result<(Expect, u64)> {
+    let (dir, expect) = (levels.dir(), levels.expect(n));
+    match LevelFile::open(dir, &expect, Check::HeaderOnly)? {
+        Some(level) => Ok((expect, level.header().checksum)),
+        None => Err(missing_level(dir, expect.rules, expect.pits, n, n)),
+    }
+}
+
+fn table_report(expect: &Expect, t: TableSizes, t0: std::time::Instant) -> PackReport {
+    PackReport {
+        seeds: expect.seeds,
+        positions: expect.positions,
+        raw_bytes: t.raw_bytes,
+        packed_bytes: t.packed_bytes,
+        holds: Holds::Distances,
+        seconds: t0.elapsed().as_secs_f64(),
+    }
+}
+
 /// What packing or unpacking one level did.
 #[derive(Clone, Copy, Debug)]
 pub struct PackReport {
@@ -267,8 +351,8 @@ pub struct PackReport {
     pub raw_bytes: u64,
     /// Size of the packed level file.
     pub packed_bytes: u64,
-    /// The value model of the pack (packed, or unpacked from).
-    pub model: Model,
+    /// What the file holds: values in a model (packed, or unpacked from), or distances.
+    pub holds: Holds,
     /// Wall-clock time the level took, in seconds.
     pub seconds: f64,
 }
@@ -333,7 +417,7 @@ pub fn pack_level(
         positions: expect.positions,
         raw_bytes: (PAYLOAD_OFFSET as u64) + expect.positions,
         packed_bytes: packed.file_len(),
-        model: opts.model,
+        holds: Holds::Values(opts.model),
         seconds: t0.elapsed().as_secs_f64(),
     })
 }
@@ -381,7 +465,7 @@ pub fn unpack_level(levels: &mut LevelStack, n: usize, remove_packed: bool) -> R
         positions: h.positions,
         raw_bytes: (PAYLOAD_OFFSET as u64) + h.positions,
         packed_bytes,
-        model,
+        holds: Holds::Values(model),
         seconds: t0.elapsed().as_secs_f64(),
     })
 }

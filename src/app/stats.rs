@@ -342,8 +342,8 @@ pub fn distance_stats(
                 range.end()
             )));
         };
-        let bytes = std::fs::metadata(table.path()).map_err(|e| Error::io(table.path(), e))?;
-        let s = DistanceStats::from_payload(n, table.header().width, table.payload(), bytes.len());
+        let payload = table.payload()?;
+        let s = DistanceStats::from_payload(n, table.header().width, &payload, table.file_len());
         report(&s);
         out.push(s);
     }

@@ -13,7 +13,8 @@ use awari::expert::MAX_SEEDS;
 use super::{whole, DbArgs, Threads};
 
 /// Compress levels into packed files (independent zstd blocks with a block index and a
-/// checksum per block) that query, verify and build read directly.
+/// checksum per block) that query, verify and build read directly; a level's distance
+/// table (`awari dtc`) is packed with it, 16,384 distances a block.
 #[derive(Args, Debug)]
 // One of --level and --all, and clap names both when neither is given.
 #[group(id = "which", required = true, multiple = false, args = ["level", "all"])]
@@ -23,7 +24,7 @@ pub struct PackArgs {
     /// The level to pack, 0..=127.
     #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     level: Option<usize>,
-    /// Pack every raw level of the database.
+    /// Pack every raw level and raw distance table of the database.
     #[arg(long)]
     all: bool,
     /// zstd compression level, 1..=22 (higher: smaller and slower to pack; probing speed
@@ -39,8 +40,8 @@ pub struct PackArgs {
     /// the values themselves.
     #[arg(long, default_value = "exits")]
     model: Model,
-    /// Remove each raw level once its pack is written and checked against it (default:
-    /// keep both; the raw file is read when both are present).
+    /// Remove each raw level or table once its pack is written and checked against it
+    /// (default: keep both; the raw file is read when both are present).
     #[arg(long)]
     remove_raw: bool,
     #[command(flatten)]
@@ -61,7 +62,7 @@ pub fn run(args: PackArgs) -> anyhow::Result<()> {
         false,
         keep,
         args.threads,
-        |levels, n| awari::expert::pack::pack_level(levels, n, &opts, args.remove_raw),
+        |levels, n| awari::expert::pack::pack_files(levels, n, &opts, args.remove_raw),
     )
 }
 
@@ -77,11 +78,15 @@ fn levels_to_do(
     if !dir.is_dir() {
         bail!("no database in {}", dir.display());
     }
-    let mut v: Vec<usize> = awari::expert::list_levels(dir)?
+    // Levels and distance tables alike.
+    let mut files = awari::expert::list_levels(dir)?;
+    files.extend(awari::expert::list_tables(dir)?);
+    let mut v: Vec<usize> = files
         .into_iter()
         .filter(|&(_, p)| p == packed)
         .map(|(n, _)| n)
         .collect();
+    v.sort();
     v.dedup();
     if v.is_empty() {
         bail!(
@@ -102,7 +107,7 @@ pub(super) fn print_pack_row(r: &PackReport) {
         group(r.packed_bytes),
         r.raw_bytes as f64 / r.packed_bytes.max(1) as f64,
         r.seconds,
-        r.model
+        r.holds
     );
 }
 
@@ -110,7 +115,7 @@ pub(super) fn print_pack_total(rows: &[PackReport]) {
     let raw: u64 = rows.iter().map(|r| r.raw_bytes).sum();
     let packed: u64 = rows.iter().map(|r| r.packed_bytes).sum();
     println!(
-        "total: {} levels, {} raw bytes, {} packed bytes, ratio {:.2}",
+        "total: {} files, {} raw bytes, {} packed bytes, ratio {:.2}",
         rows.len(),
         group(raw),
         group(packed),
@@ -127,7 +132,7 @@ pub(super) fn each_level(
     packed: bool,
     keep: bool,
     threads: Threads,
-    mut step: impl FnMut(&mut LevelStack, usize) -> awari::Result<PackReport> + Send,
+    mut step: impl FnMut(&mut LevelStack, usize) -> awari::Result<Vec<PackReport>> + Send,
 ) -> anyhow::Result<()> {
     db.readable()?;
     let (pool, _) = threads.pool()?;
@@ -138,14 +143,15 @@ pub(super) fn each_level(
     let _lock = awari::expert::DirLock::acquire(&dir, what)?;
     let mut stack = LevelStack::new(&dir, db.rules(), db.pits(), keep)?;
     println!(
-        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  model",
+        "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  holds",
         "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"
     );
     let mut rows = Vec::new();
     for n in levels {
-        let r = pool.install(|| step(&mut stack, n))?;
-        print_pack_row(&r);
-        rows.push(r);
+        for r in pool.install(|| step(&mut stack, n))? {
+            print_pack_row(&r);
+            rows.push(r);
+        }
     }
     print_pack_total(&rows);
     Ok(())

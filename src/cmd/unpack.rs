@@ -6,7 +6,7 @@ use super::pack::each_level;
 use super::{whole, DbArgs, Threads};
 use awari::expert::MAX_SEEDS;
 
-/// Restore raw levels from packed files, byte for byte.
+/// Restore raw levels and distance tables from packed files, byte for byte.
 #[derive(Args, Debug)]
 // One of --level and --all, and clap names both when neither is given.
 #[group(id = "which", required = true, multiple = false, args = ["level", "all"])]
@@ -16,7 +16,7 @@ pub struct UnpackArgs {
     /// The level to unpack, 0..=127.
     #[arg(long, value_parser = whole::<usize>(0, MAX_SEEDS as u64))]
     level: Option<usize>,
-    /// Unpack every packed level of the database.
+    /// Unpack every packed level and packed distance table of the database.
     #[arg(long)]
     all: bool,
     /// Remove each packed file once its raw level is written (default: keep it).
@@ -37,6 +37,6 @@ pub fn run(args: UnpackArgs) -> anyhow::Result<()> {
     let dir = db.db_dir();
     let keep = awari::expert::pack::has_exit_model(&dir);
     each_level(&db, level, true, keep, threads, |levels, n| {
-        awari::expert::pack::unpack_level(levels, n, remove_packed)
+        awari::expert::pack::unpack_files(levels, n, remove_packed)
     })
 }

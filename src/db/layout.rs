@@ -152,6 +152,13 @@ pub fn levels_asked(
 /// temporary and foreign files, and names such as `level-7.awl` or `level-+07.awl` that
 /// no reader would open, are skipped.
 pub fn list_levels(dir: &Path) -> Result<Vec<(usize, bool)>> {
+    list_files(dir, "awl", "awp")
+}
+
+/// The files `level-NNN.<raw>` and `level-NNN.<packed>` in `dir`: `(n, packed)` in order
+/// of `n`, then raw before packed, as [`list_levels`] says.
+pub(crate) fn list_files(dir: &Path, raw: &str, packed: &str) -> Result<Vec<(usize, bool)>> {
+    let (raw, packed) = (format!(".{raw}"), format!(".{packed}"));
     let mut out = Vec::new();
     for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
@@ -160,7 +167,7 @@ pub fn list_levels(dir: &Path) -> Result<Vec<(usize, bool)>> {
         let Some(rest) = name.strip_prefix("level-") else {
             continue;
         };
-        let (num, packed) = match (rest.strip_suffix(".awl"), rest.strip_suffix(".awp")) {
+        let (num, packed) = match (rest.strip_suffix(&raw), rest.strip_suffix(&packed)) {
             (Some(num), _) => (num, false),
             (_, Some(num)) => (num, true),
             _ => continue,

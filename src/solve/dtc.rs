@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::db::dtc::{dtc_path, write_distances, DistanceTable};
+use crate::db::dtc::{dtc_packed_path, dtc_path, write_distances, DistanceTable};
 use crate::db::layout::{build_command, db_dir, levels_asked, Expect};
 use crate::db::lock::DirLock;
 use crate::db::raw::Check;
@@ -394,7 +394,10 @@ pub fn make_tables(
         let below: Vec<&[u8]> = levels.iter().map(LevelValues::bytes).collect();
         let values = level.into_checked_values(&below)?;
         if n >= first {
-            let kept = match DistanceTable::open(&dir, &want, sum, Check::Full) {
+            // The whole payload checked, a packed table's every block too.
+            let opened = DistanceTable::open(&dir, &want, sum, Check::HeaderOnly)
+                .and_then(|t| t.map(|t| t.check_payload().map(|()| t)).transpose());
+            let kept = match opened {
                 Ok(Some(t)) if !opts.force => Some(t),
                 Ok(_) => None,
                 Err(e) => {
@@ -421,6 +424,11 @@ pub fn make_tables(
                     let made = distances(opts.rules, &index, n, values.bytes(), &below[..], &bar)?;
                     bar.finish();
                     let head = write_distances(&dtc_path(&dir, n), &want, sum, |i| made.get(i))?;
+                    // A packed table beside it is of other values, or forced out: stale.
+                    let packed = dtc_packed_path(&dir, n);
+                    if packed.exists() {
+                        std::fs::remove_file(&packed).map_err(|e| Error::io(&packed, e))?;
+                    }
                     DtcReport {
                         seeds: n,
                         positions: want.positions,

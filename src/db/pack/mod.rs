@@ -234,6 +234,9 @@ pub struct PackedLevel {
     cache: Box<BlockCache>,
     /// The file, for reads of blocks that bring nothing of it into this process's memory.
     file: File,
+    /// Where the pack starts in the file (a distance table's pack follows its own header,
+    /// DESIGN.md section 4.6); the map and the block offsets start there.
+    base: u64,
 }
 
 impl std::fmt::Debug for PackedLevel {
@@ -250,10 +253,24 @@ impl PackedLevel {
     /// `expect`. Blocks are checked as they are decompressed; the payload checksum by
     /// [`PackedLevel::check_checksum`] (which, with the exit model, needs the lower levels).
     pub fn open(path: &Path, expect: &Expect) -> Result<PackedLevel> {
+        PackedLevel::open_at(path, 0, expect)
+    }
+
+    /// Opens the pack that starts at byte `base` of the file at `path` and runs to its
+    /// end, as [`PackedLevel::open`] does a whole file.
+    pub fn open_at(path: &Path, base: u64, expect: &Expect) -> Result<PackedLevel> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        if len < base {
+            return Err(Error::format(
+                path,
+                format!("truncated: {len} bytes, shorter than its {base}-byte header"),
+            ));
+        }
         // SAFETY: as for raw levels, packs are written once and renamed into place; a file
         // changed underneath is caught by the checksums.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let map = unsafe { memmap2::MmapOptions::new().offset(base).map(&file) }
+            .map_err(|e| Error::io(path, e))?;
         let header = PackHeader::decode(path, &map)?;
         check_expected(path, &header.level, expect)?;
         let level = PackedLevel {
@@ -262,6 +279,7 @@ impl PackedLevel {
             map,
             cache: Box::new(BlockCache::new()),
             file,
+            base,
         };
         level.check_table()?;
         Ok(level)
@@ -285,8 +303,8 @@ impl PackedLevel {
                 ));
             }
         }
-        let want = self.offset(b);
-        let len = self.map.len() as u64;
+        let want = self.base + self.offset(b);
+        let len = self.file_len();
         if len != want {
             return Err(Error::format(
                 &self.path,
@@ -331,9 +349,9 @@ impl PackedLevel {
         &self.path
     }
 
-    /// Bytes on disk.
+    /// Bytes on disk (the whole file's).
     pub fn file_len(&self) -> u64 {
-        self.map.len() as u64
+        self.base + self.map.len() as u64
     }
 
     /// The positions of block `b`.
@@ -348,9 +366,9 @@ impl PackedLevel {
         self.decode_block_bytes(b, src, out)
     }
 
-    /// The bytes of block `b` in the file: `off[b]..off[b+1]`.
+    /// The bytes of block `b` in the file: `off[b]..off[b+1]` from the pack's start.
     pub fn block_bytes(&self, b: u64) -> std::ops::Range<u64> {
-        self.offset(b)..self.offset(b + 1)
+        self.base + self.offset(b)..self.base + self.offset(b + 1)
     }
 
     /// Lets the kernel take back the pages of the file's map read so far.
@@ -591,6 +609,27 @@ pub fn pack_payload(
     opts: &PackOptions,
     below: &[&[u8]],
 ) -> Result<PackHeader> {
+    let mut file = TmpFile::create(path)?;
+    let (header, head) = write_pack(&mut file, path, rules, pits, seeds, payload, opts, below)?;
+    file.finish(&[&head])?;
+    Ok(header)
+}
+
+/// Writes the pack of `payload` to `file` from where it stands (`path` names it in
+/// errors): zeros for its header and block table, then the blocks, whose offsets count
+/// from the pack's first byte. Returns the header and the bytes (header and block table)
+/// the zeros stand for, for the caller to write in their place when it finishes the file.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_pack(
+    file: &mut TmpFile,
+    path: &Path,
+    rules: Rules,
+    pits: usize,
+    seeds: usize,
+    payload: &[u8],
+    opts: &PackOptions,
+    below: &[&[u8]],
+) -> Result<(PackHeader, Vec<u8>)> {
     if opts.block == 0 {
         return Err(Error::Input("the block size must be at least 1".into()));
     }
@@ -619,7 +658,6 @@ pub fn pack_payload(
         zstd_level: opts.zstd_level,
         model: opts.model,
     };
-    let mut file = TmpFile::create(path)?;
     let table_len = PackHeader::table_len(blocks);
     let mut offsets = Vec::with_capacity(blocks as usize + 1);
     let mut sums = Vec::with_capacity(blocks as usize);
@@ -661,9 +699,9 @@ pub fn pack_payload(
     for x in offsets.iter().chain(&sums) {
         table.extend_from_slice(&x.to_le_bytes());
     }
-    let head = header.encode(&table);
-    file.finish(&[&head, &table])?;
-    Ok(header)
+    let mut head = header.encode(&table).to_vec();
+    head.extend_from_slice(&table);
+    Ok((header, head))
 }
 
 #[cfg(test)]
