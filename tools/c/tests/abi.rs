@@ -267,14 +267,44 @@ fn db_with_tables() -> &'static PathBuf {
     })
 }
 
-/// `awari_distance` and `awari_best_move` answer as the library, with tables and
-/// without (distance 0 then), -1 for a game over; a NULL out pointer is refused.
+/// The database of [`db_with_tables`], levels and tables packed (`awari pack --all
+/// --remove-raw`).
+fn db_with_packed_tables() -> &'static PathBuf {
+    static DB: OnceLock<PathBuf> = OnceLock::new();
+    DB.get_or_init(|| {
+        use awari::expert::pack::{pack_files, LevelStack, PackOptions};
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("abi-dtc-packed");
+        let _ = std::fs::remove_dir_all(&root);
+        let (from, to) = (db_with_tables().join("oware-6"), root.join("oware-6"));
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&from).unwrap() {
+            let name = e.unwrap().file_name();
+            std::fs::copy(from.join(&name), to.join(&name)).unwrap();
+        }
+        let mut stack = LevelStack::new(&to, awari::Rules::Oware, 6, true).unwrap();
+        for n in 0..=8 {
+            let done = pack_files(&mut stack, n, &PackOptions::default(), true).unwrap();
+            assert_eq!(done.len(), 2, "level {n}: the level and its table");
+        }
+        root
+    })
+}
+
+/// `awari_distance` and `awari_best_move` answer as the library, with tables (raw and
+/// packed) and without (distance 0 then), -1 for a game over; a NULL out pointer is
+/// refused.
 #[test]
 fn distances_and_best_moves_are_the_librarys() {
-    for (root, tables) in [(db(), false), (db_with_tables(), true)] {
+    let cases = [
+        (db(), false, db()),
+        (db_with_tables(), true, db_with_tables()),
+        // Packed tables answer as the raw ones.
+        (db_with_packed_tables(), true, db_with_tables()),
+    ];
+    for (root, tables, reference) in cases {
         let tb = unsafe { awari_open(cpath(root).as_ptr()) };
         assert!(!tb.is_null(), "awari_open: {}", last_error());
-        let lib = awari::Tablebase::open(root).unwrap();
+        let lib = awari::Tablebase::open(reference).unwrap();
         let mut with_distance = 0;
         for counts in positions(6) {
             let pos = awari::Position::from_counts(&counts.map(u32::from)).unwrap();

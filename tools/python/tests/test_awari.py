@@ -140,6 +140,13 @@ def test_distances_and_best_moves_equal_the_cli(dbs, rules, tmp_path):
         plies = line["plies"]
         assert tb.best_move(p) == (plies[0]["pit"] if plies else None), p
     assert with_distance > 100
+    # Levels and tables packed: the same distances and best moves.
+    awari_cmd("pack", "--all", "--remove-raw", "--rules", rules, "--dir", str(root))
+    assert not list((root / f"{rules}-6").glob("*.awd"))
+    packed = awari.open(root, rules=rules)
+    for p, w in zip(positions, want):
+        assert packed.distance(p) == w["distance"], p
+        assert packed.best_move(p) == tb.best_move(p), p
 
 
 def test_values_and_position_forms(dbs):
