@@ -174,9 +174,25 @@ fn packed_tables_answer_as_the_raw_ones() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+    // `awari info --check` lists the tables beside the levels and finds it.
+    let root = packed.path().to_str().unwrap();
+    let (done, out, err) = run(&["info", "--check", "--dir", root]);
+    assert!(!done && err.contains("1 file(s)"), "{err}");
+    assert!(
+        out.contains("total: 13 level files and 13 distance tables"),
+        "{out}"
+    );
+    let bad: Vec<&str> = out.lines().filter(|l| l.contains("BAD")).collect();
+    assert_eq!(bad.len(), 1, "{out}");
+    let cells: Vec<&str> = bad[0].split_whitespace().collect();
+    assert_eq!(
+        (cells[2], cells[4], cells[7]),
+        ("12", "packed", "dtc"),
+        "{out}"
+    );
+    assert!(bad[0].contains("block"), "{out}");
     // `awari dtc` finds it too, says so and makes the table again (raw), the packed one
     // removed.
-    let root = packed.path().to_str().unwrap();
     let (done, out, err) = run(&["dtc", "--rules", "oware", "--dir", root]);
     assert!(done, "{err}");
     assert!(out.contains("(1 made, 12 kept)"), "{out}");

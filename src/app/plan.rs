@@ -93,7 +93,7 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
     let found: Vec<LevelInfo> = survey(root, false)
         .unwrap_or_default()
         .into_iter()
-        .filter(|l| l.rules == opts.rules && l.pits == opts.pits && l.problem.is_none())
+        .filter(|l| l.rules == opts.rules && l.pits == opts.pits && !l.table && l.problem.is_none())
         .collect();
     let mut on_disk = BTreeMap::new();
     for l in found.iter().rev() {

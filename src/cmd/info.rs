@@ -7,8 +7,9 @@ use awari::expert::figures::group;
 
 use super::{RootArg, Threads};
 
-/// List every level under the root folder (every rule set and board size): positions, raw
-/// or packed, bytes on disk, compression ratio and checksum state.
+/// List every level and distance table under the root folder (every rule set and board
+/// size): positions, raw or packed, bytes on disk, compression ratio and checksum state
+/// (model `dtc`: a level's distance table).
 #[derive(Args, Debug)]
 pub struct InfoArgs {
     #[command(flatten)]
@@ -62,14 +63,22 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
             if l.packed { "packed" } else { "raw" },
             group(l.bytes),
             l.raw_bytes as f64 / l.bytes.max(1) as f64,
-            l.model.map_or("-", |m| m.name()),
+            if l.table {
+                "dtc"
+            } else {
+                l.model.map_or("-", |m| m.name())
+            },
         );
     }
     let raw: u64 = levels.iter().map(|l| l.raw_bytes).sum();
     let bytes: u64 = levels.iter().map(|l| l.bytes).sum();
     println!(
-        "total: {} level files, {} bytes on disk ({} as raw levels, ratio {:.2}){}",
-        levels.len(),
+        "total: {} level files{}, {} bytes on disk ({} raw, ratio {:.2}){}",
+        levels.iter().filter(|l| !l.table).count(),
+        match levels.iter().filter(|l| l.table).count() {
+            0 => String::new(),
+            t => format!(" and {t} distance tables"),
+        },
         group(bytes),
         group(raw),
         raw as f64 / bytes.max(1) as f64,
@@ -81,7 +90,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     );
     if bad > 0 {
         bail!(
-            "{bad} level file(s) under {} are damaged (see the table above)",
+            "{bad} file(s) under {} are damaged (see the table above)",
             dir.display()
         );
     }

@@ -229,6 +229,23 @@ impl DistanceTable {
         }
     }
 
+    /// Opens the table file at `path`, raw or `packed`, as [`DistanceTable::open`] opens
+    /// the one it reads (a raw one with [`Check::HeaderOnly`]).
+    pub fn open_file(
+        path: &Path,
+        packed: bool,
+        expect: &Expect,
+        values: u64,
+    ) -> Result<DistanceTable> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let path = path.to_path_buf();
+        if packed {
+            DistanceTable::open_packed(path, &file, expect, values)
+        } else {
+            DistanceTable::open_raw(path, &file, expect, values, Check::HeaderOnly)
+        }
+    }
+
     fn open_raw(
         path: PathBuf,
         file: &File,

@@ -24,6 +24,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::db::checkpoint::SliceOf;
+use crate::db::dtc::{dtc_packed_path, dtc_path, list_tables, DistanceTable};
 use crate::db::layout::{
     database_dirs, level_path, list_levels, missing_level, packed_path, Expect,
 };
@@ -314,15 +315,17 @@ pub struct LevelInfo {
     pub seeds: usize,
     /// Positions the level must hold (from the index, not from the file).
     pub positions: u64,
-    /// A packed file (`level-NNN.awp`), else a raw one (`level-NNN.awl`).
+    /// A packed file (`level-NNN.awp`, `level-NNN.adz`), else a raw one.
     pub packed: bool,
+    /// The level's distance table (`level-NNN.awd`, `level-NNN.adz`), not its values.
+    pub table: bool,
     /// The value model of a packed level whose header could be read.
     pub model: Option<Model>,
     /// The level file.
     pub path: std::path::PathBuf,
     /// Size of the file.
     pub bytes: u64,
-    /// Size of the level as a raw file (header and one byte per position).
+    /// Size of the file raw (header and one byte per position; a table's width bytes).
     pub raw_bytes: u64,
     /// `None` if the file opened (and, when checked, its checksums matched), else why not.
     pub problem: Option<String>,
@@ -389,9 +392,62 @@ pub fn survey(root: &Path, check: bool) -> Result<Vec<LevelInfo>> {
                 raw_bytes: PAYLOAD_OFFSET as u64 + want.positions,
                 problem: opened.err().map(Error::into_problem),
                 checked: check,
+                table: false,
                 path,
             });
         }
+        for (n, packed) in list_tables(&dir)? {
+            if n <= max {
+                out.push(survey_table(&dir, stack.expect(n), packed, check)?);
+            }
+        }
     }
+    // Each level's table after it.
+    out.sort_by_key(|l| (l.rules.code(), l.pits, l.seeds, l.table));
     Ok(out)
+}
+
+/// What [`survey`] says of level `expect.seeds`'s table in `dir`: its header checked
+/// against the level's (whose header must open), and with `check` its payload (every
+/// block of a packed one).
+fn survey_table(dir: &Path, expect: Expect, packed: bool, check: bool) -> Result<LevelInfo> {
+    let n = expect.seeds;
+    let path = if packed {
+        dtc_packed_path(dir, n)
+    } else {
+        dtc_path(dir, n)
+    };
+    let bytes = fs::metadata(&path).map_err(|e| Error::io(&path, e))?.len();
+    let mut raw_bytes = PAYLOAD_OFFSET as u64 + expect.positions;
+    let opened = LevelFile::open(dir, &expect, Check::HeaderOnly).and_then(|level| {
+        let values = match level {
+            Some(l) => l.header().checksum,
+            None => {
+                return Err(Error::Input(format!(
+                    "no level {n} beside it to check it against"
+                )))
+            }
+        };
+        // Whichever file is read where both are there: check this one.
+        let t = DistanceTable::open_file(&path, packed, &expect, values)?;
+        raw_bytes = PAYLOAD_OFFSET as u64 + expect.positions * t.header().width as u64;
+        if check {
+            t.check_payload()?;
+        }
+        Ok(())
+    });
+    Ok(LevelInfo {
+        rules: expect.rules,
+        pits: expect.pits,
+        seeds: n,
+        positions: expect.positions,
+        packed,
+        table: true,
+        model: None,
+        bytes,
+        raw_bytes,
+        problem: opened.err().map(Error::into_problem),
+        checked: check,
+        path,
+    })
 }
