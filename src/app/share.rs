@@ -340,20 +340,21 @@ fn table_report(expect: &Expect, t: TableSizes, t0: std::time::Instant) -> PackR
     }
 }
 
-/// What packing or unpacking one level did.
+/// What packing or unpacking one file of a level (its values, or its distance table)
+/// did.
 #[derive(Clone, Copy, Debug)]
 pub struct PackReport {
     /// The level: seeds on the board.
     pub seeds: usize,
     /// Positions in the level.
     pub positions: u64,
-    /// Size of the raw level file.
+    /// Size of the raw file.
     pub raw_bytes: u64,
-    /// Size of the packed level file.
+    /// Size of the packed file.
     pub packed_bytes: u64,
     /// What the file holds: values in a model (packed, or unpacked from), or distances.
     pub holds: Holds,
-    /// Wall-clock time the level took, in seconds.
+    /// Wall-clock time the file took, in seconds.
     pub seconds: f64,
 }
 
