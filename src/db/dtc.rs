@@ -416,11 +416,12 @@ pub fn pack_table(
         block: DEFAULT_BLOCK * h.width as u32,
         model: Model::Plain,
     };
-    let (l, e) = (expect.rules, expect.pits);
-    let (_, pack) = write_pack(&mut tmp, &out, l, e, expect.seeds, &payload, &opts, &[])?;
+    let Expect {
+        rules, pits, seeds, ..
+    } = *expect;
+    let (_, pack) = write_pack(&mut tmp, &out, rules, pits, seeds, &payload, &opts, &[])?;
     tmp.finish(&[&h.encode(DTC_PACKED_MAGIC), &pack])?;
-    let file = open_file(&out)?.ok_or_else(|| Error::format(&out, "vanished once written"))?;
-    let packed = DistanceTable::open_packed(out.clone(), &file, expect, values)?;
+    let packed = DistanceTable::open_file(&out, true, expect, values)?;
     if remove_raw {
         if packed.payload()? != payload {
             return Err(Error::format(
