@@ -394,12 +394,16 @@ pub fn make_tables(
         let below: Vec<&[u8]> = levels.iter().map(LevelValues::bytes).collect();
         let values = level.into_checked_values(&below)?;
         if n >= first {
-            // The whole payload checked, a packed table's every block too.
-            let opened = DistanceTable::open(&dir, &want, sum, Check::HeaderOnly)
-                .and_then(|t| t.map(|t| t.check_payload().map(|()| t)).transpose());
+            // The whole payload checked, a packed table's every block too; with --force
+            // nothing is kept, so nothing is read.
+            let opened = if opts.force {
+                Ok(None)
+            } else {
+                DistanceTable::open(&dir, &want, sum, Check::HeaderOnly)
+                    .and_then(|t| t.map(|t| t.check_payload().map(|()| t)).transpose())
+            };
             let kept = match opened {
-                Ok(Some(t)) if !opts.force => Some(t),
-                Ok(_) => None,
+                Ok(t) => t,
                 Err(e) => {
                     warn(&format!("{}; made again", e.one_line()));
                     None
