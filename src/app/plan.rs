@@ -65,6 +65,11 @@ pub const DTC_STATE_BYTES: u64 = 4;
 /// against 34 s; level 27: 904 s against 289 s; other work on the machine in both).
 pub const DTC_TIME_FACTOR: f64 = 3.0;
 
+/// How many times smaller `awari pack` makes a distance table (zstd level 9, 16,384
+/// distances a block): 2.42 to 2.45 measured on levels 25..=30 of both rule sets (2.3
+/// from level 18; half the won and lost positions convert within 3 plies, draws are 0).
+pub const DTC_PACK_RATIO: f64 = 2.4;
+
 /// The rate a plan is timed at, in words where it comes from, and (when its measurement
 /// was disturbed by other work) how much longer a build beside that work takes.
 struct RateFrom {
@@ -281,24 +286,28 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
 
 /// The distance tables' part of a plan: per level the memory of making its table (a word
 /// a position, the level's values and every level below, read at random), the table's
-/// size (a byte a position: no level measured passes 255 plies) and the time, about
-/// [`DTC_TIME_FACTOR`] times the level's build.
+/// size (a byte a position: no level measured passes 255 plies), raw and packed
+/// ([`DTC_PACK_RATIO`]), and the time, about [`DTC_TIME_FACTOR`] times the level's build.
 fn dtc_plan(levels: &[LevelPlan], machine: &Machine, out: &mut Vec<String>) {
     out.push(format!(
         "distance tables (`awari dtc`): a word (4 bytes) a position while a level's table is \
          made, with the level's values and the levels below (read at random); a table of a \
          byte a position (two where a level's longest passes 255 plies: none measured, up to \
-         level 28 of either rule set); about {DTC_TIME_FACTOR:.0} times the level's build"
+         level 30 of either rule set), about {DTC_PACK_RATIO:.1} times smaller packed; about \
+         {DTC_TIME_FACTOR:.0} times the level's build"
     ));
     out.push(format!(
-        "{:>5} {:>19} {:>11} {:>11} {:>12} {:>10}  fits",
-        "level", "positions", "memory", "table", "with levels", "time"
+        "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>10}  fits",
+        "level", "positions", "memory", "table", "packed", "with levels", "time"
     ));
-    let (mut tables, mut seconds, mut peak) = (0u64, 0.0, 0u64);
+    let (mut tables, mut packed, mut seconds, mut peak) = (0u64, 0u64, 0.0, 0u64);
     for l in levels {
         // Every level below is mapped (or in memory, packed) and read at random.
         let memory = l.positions * (DTC_STATE_BYTES + 1) + (l.raw_so_far - l.raw);
-        tables += PAYLOAD_OFFSET as u64 + l.positions;
+        let table = PAYLOAD_OFFSET as u64 + l.positions;
+        let table_packed = (l.positions as f64 / DTC_PACK_RATIO) as u64;
+        tables += table;
+        packed += table_packed;
         seconds += l.seconds.unwrap_or(0.0) * DTC_TIME_FACTOR;
         peak = peak.max(memory);
         let fits = match (
@@ -311,19 +320,22 @@ fn dtc_plan(levels: &[LevelPlan], machine: &Machine, out: &mut Vec<String>) {
             (false, false) => "NO: memory, disk",
         };
         out.push(format!(
-            "{:>5} {:>19} {:>11} {:>11} {:>12} {:>10}  {fits}",
+            "{:>5} {:>19} {:>11} {:>11} {:>11} {:>12} {:>10}  {fits}",
             l.seeds,
             group(l.positions),
             bytes(memory),
-            bytes(PAYLOAD_OFFSET as u64 + l.positions),
+            bytes(table),
+            bytes(table_packed),
             bytes(l.raw_so_far + tables),
             duration(l.seconds.unwrap_or(0.0) * DTC_TIME_FACTOR),
         ));
     }
     out.push(format!(
-        "tables total: at most {} of memory, {} of tables ({} with the raw levels); about {}",
+        "tables total: at most {} of memory, {} of tables ({} packed; {} with the raw \
+         levels); about {}",
         bytes(peak),
         bytes(tables),
+        bytes(packed),
         bytes(levels.last().map_or(0, |l| l.raw_so_far) + tables),
         duration(seconds)
     ));

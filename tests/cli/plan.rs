@@ -352,14 +352,18 @@ fn plan_dtc_counts_the_tables() {
             .unwrap_or_else(|| panic!("no dtc row {n}:\n{part}"))
     };
     // Level 30: 2,742,236,068 positions, 5 bytes each (13.7 GB) and 7.1 GB of levels
-    // below; a table of 2.7 GB.
+    // below; a table of 2.7 GB, 1.1 GB packed (2.4 times smaller).
     let r30 = row("30");
     assert_eq!(r30[1], "2,742,236,068", "{part}");
-    assert_eq!(&r30[2..6], ["20.8", "GB", "2.7", "GB"], "{part}");
+    assert_eq!(
+        &r30[2..8],
+        ["20.8", "GB", "2.7", "GB", "1.1", "GB"],
+        "{part}"
+    );
     assert_eq!(r30.last().unwrap(), &"yes", "{part}");
-    assert_eq!(&row("16")[4..6], ["13", "MB"], "{part}");
+    assert_eq!(&row("16")[4..8], ["13", "MB", "5", "MB"], "{part}");
     assert!(
-        part.contains("tables total: at most 20.8 GB of memory, 9.8 GB of tables"),
+        part.contains("tables total: at most 20.8 GB of memory, 9.8 GB of tables (4.1 GB packed"),
         "{part}"
     );
     // On 12 GB, levels 29 and 30 do not fit.
