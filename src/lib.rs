@@ -58,7 +58,9 @@ pub use solve::build::{build, LevelReport, Lower, StateKind};
 pub use solve::dtc::{make_tables, DtcOptions, DtcReport};
 pub use solve::options::BuildOptions;
 pub use solve::plan::LevelMethod;
-pub use solve::verify::{verify, LevelCheck, Mismatches, VerifyOptions};
+pub use solve::verify::{
+    verify, DistanceCheck, DistanceMismatch, LevelCheck, Mismatch, Mismatches, VerifyOptions,
+};
 
 /// Planning a build: what each level needs per rank (memory, disk, time) and whether a
 /// machine has it; the partition of a level into slices (DESIGN.md section 5.4).

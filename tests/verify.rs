@@ -282,6 +282,87 @@ fn cli_verify_names_the_level_and_board_of_a_changed_byte() {
     assert!(ok, "{out}");
 }
 
+/// `awari verify` checks the distance tables beside the levels: every entry against the
+/// distances of its moves. A wrong distance whose file holds its checksums (which `awari
+/// info --check` and `awari dtc` accept) is named with its board, by both ways the check
+/// reads the captures (streamed, and every level in memory once one is packed with the
+/// exit model); a damaged byte is named with the file's checksum.
+#[test]
+fn cli_verify_checks_the_distance_tables() {
+    use xxhash_rust::xxh3::xxh3_64;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("db");
+    let root_s = root.to_str().unwrap();
+    let args = ["--dir", root_s, "--rules", "oware"];
+    let (ok, _, err) = run(&[&["build", "--max-seeds", "10", "--dtc"][..], &args].concat());
+    assert!(ok, "{err}");
+    let verify = || run(&[&["verify"][..], &args].concat());
+    let (ok, out, err) = verify();
+    assert!(ok, "{out}{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(rows.len(), 11, "{out}");
+    assert!(rows.iter().all(|r| r.ends_with(" ok")), "{out}");
+    assert!(out.lines().next().unwrap().ends_with("distances"), "{out}");
+
+    // A distance one more than the truth, on a position of level 9 with a distance below
+    // the longest; the payload and header checksums written again (DESIGN.md 4.2, 4.6).
+    let (n, dir) = (9usize, root.join("oware-6"));
+    let path = dir.join(format!("level-{n:03}.awd"));
+    let good = fs::read(&path).unwrap();
+    let longest = u16::from_le_bytes([good[42], good[43]]) as u8;
+    let i = (0..good.len() - 4096)
+        .find(|&i| (2..longest).contains(&good[4096 + i]) && i > 1000)
+        .unwrap();
+    let d = good[4096 + i];
+    let mut wrong = good.clone();
+    wrong[4096 + i] = d + 1;
+    let sum = xxh3_64(&wrong[4096..]);
+    wrong[32..40].copy_from_slice(&sum.to_le_bytes());
+    let head = xxh3_64(&wrong[0..64]);
+    wrong[64..72].copy_from_slice(&head.to_le_bytes());
+    fs::write(&path, &wrong).unwrap();
+    let (ok, out, err) = run(&["info", "--check", "--dir", dir.to_str().unwrap()]);
+    assert!(ok, "info --check reads the table as good: {out}{err}");
+    let board = Index::new(6, n).unwrap().unrank(n, i as u64);
+    let line = format!(
+        "level {n} index {i}: {board} distance stored {}, its moves give {d}",
+        d + 1
+    );
+    let check = |out: &str, err: &str| {
+        assert!(out.contains(&line), "no '{line}' in:\n{out}");
+        let bad: Vec<&str> = out.lines().filter(|l| l.ends_with(" BAD")).collect();
+        assert_eq!(bad.len(), 1, "{out}");
+        assert!(bad[0].trim_start().starts_with("9 "), "{out}");
+        assert!(err.contains("level(s) 9 (see the table above)"), "{err}");
+    };
+    let (ok, out, err) = verify();
+    assert!(!ok, "{out}");
+    check(&out, &err);
+    assert!(!out.contains("level 9 distances:"), "checksums hold: {out}");
+    // Every level in memory: a level packed with the exit model.
+    let (ok, _, err) = run(&[&["pack", "--level", "5"][..], &args].concat());
+    assert!(ok, "{err}");
+    let (ok, out, err) = verify();
+    assert!(!ok, "{out}");
+    check(&out, &err);
+
+    // A byte changed and the checksums left: the file's damage is named too.
+    let mut damaged = good;
+    damaged[4096 + i] = d + 1;
+    fs::write(&path, &damaged).unwrap();
+    let (ok, out, err) = verify();
+    assert!(!ok, "{out}");
+    check(&out, &err);
+    assert!(
+        out.contains(&format!("level 9 distances: {}", path.display()))
+            && out.contains("damaged (payload checksum mismatch)"),
+        "{out}"
+    );
+}
+
 #[test]
 fn cli_verify_argument_errors_are_one_line() {
     let tmp = tempfile::tempdir().unwrap();

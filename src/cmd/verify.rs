@@ -6,12 +6,13 @@ use anyhow::bail;
 use clap::Args;
 
 use awari::expert::figures::group;
-use awari::{verify, LevelCheck, Mismatches, VerifyOptions};
+use awari::{verify, DistanceCheck, LevelCheck, Mismatches, VerifyOptions};
 
 use super::{levels_range, DbArgs, Threads};
 
 /// Check a built database: headers, checksums, and every stored value against the values
-/// of its moves; with --deep, also solve every level again by an independent method and
+/// of its moves (and every distance of a level's distance table against the distances of
+/// its moves); with --deep, also solve every level again by an independent method and
 /// compare byte for byte.
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
@@ -64,7 +65,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
     if deep {
         print!(" {:>7} {:>10} {:>9}", "sweeps", "deep mism.", "deep s");
     }
-    println!();
+    println!(" {:>9}", "distances");
     let samples = |n: usize, m: &Mismatches, what: &str| {
         for x in &m.first {
             println!(
@@ -95,7 +96,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
                 d.sweeps, d.mismatches.count, d.seconds
             );
         }
-        println!();
+        // "-": the level has no distance table.
+        let distances = match &r.distances {
+            None => "-",
+            Some(d) if d.ok() => "ok",
+            Some(_) => "BAD",
+        };
+        println!(" {distances:>9}");
         if let Some(p) = &r.checksum_problem {
             // A problem found in a packed block names its level already.
             if p.starts_with(&format!("level {}, ", r.seeds)) {
@@ -110,6 +117,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         samples(r.seeds, &r.mismatches, "its moves give");
         if let Some(d) = &r.deep {
             samples(r.seeds, &d.mismatches, "the independent solution gives");
+        }
+        if let Some(d) = &r.distances {
+            distance_samples(r.seeds, d);
         }
     };
     let reports = pool.install(|| verify(&opts, print))?;
@@ -139,4 +149,31 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The lines under a level's row for its distance table: what is wrong with the file,
+/// then the first wrong distances.
+fn distance_samples(n: usize, d: &DistanceCheck) {
+    if let Some(p) = &d.problem {
+        println!("  level {n} distances: {p}");
+    }
+    for x in &d.mismatches.first {
+        let computed = match x.computed {
+            Some(0) => "none".to_string(),
+            Some(c) => c.to_string(),
+            None => "none (no move keeps the value: the values are wrong)".to_string(),
+        };
+        let stored = match x.stored {
+            0 => "none".to_string(),
+            s => s.to_string(),
+        };
+        println!(
+            "  level {n} index {}: {} distance stored {stored}, its moves give {computed}",
+            x.index, x.board
+        );
+    }
+    let more = d.mismatches.count - d.mismatches.first.len() as u64;
+    if more > 0 {
+        println!("  ... {more} more distance(s)");
+    }
 }

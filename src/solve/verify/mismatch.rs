@@ -20,18 +20,40 @@ pub struct Mismatch {
     pub computed: i8,
 }
 
-/// Mismatches of one check of one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Mismatches {
+/// What orders the samples of a check: a mismatch's index in its level.
+pub trait Sample {
+    /// The position's index in its level.
+    fn index(&self) -> u64;
+}
+
+impl Sample for Mismatch {
+    fn index(&self) -> u64 {
+        self.index
+    }
+}
+
+/// Mismatches of one check of one level: of values ([`Mismatch`]) or, for the distance
+/// tables, of distances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatches<M = Mismatch> {
     /// How many positions are wrong, in all.
     pub count: u64,
     /// The first few, in index order (at most 5).
-    pub first: Vec<Mismatch>,
+    pub first: Vec<M>,
 }
 
-impl Mismatches {
+impl<M> Default for Mismatches<M> {
+    fn default() -> Self {
+        Mismatches {
+            count: 0,
+            first: Vec::new(),
+        }
+    }
+}
+
+impl<M: Sample> Mismatches<M> {
     /// Counts `m`, and keeps it if fewer than [`SAMPLES`] are kept.
-    pub(super) fn push(&mut self, m: Mismatch) {
+    pub(super) fn push(&mut self, m: M) {
         self.count += 1;
         if self.first.len() < SAMPLES {
             self.first.push(m);
@@ -39,10 +61,10 @@ impl Mismatches {
     }
 
     /// The mismatches of two parts of a level: the counts added, the first few of both.
-    pub(super) fn merge(mut self, other: Mismatches) -> Mismatches {
+    pub(super) fn merge(mut self, other: Mismatches<M>) -> Mismatches<M> {
         self.count += other.count;
         self.first.extend(other.first);
-        self.first.sort_by_key(|m| m.index);
+        self.first.sort_by_key(|m| m.index());
         self.first.truncate(SAMPLES);
         self
     }

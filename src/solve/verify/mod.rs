@@ -11,11 +11,15 @@
 //! The deep check solves each level again by an independent method and compares it byte
 //! for byte ([`deep`]).
 //!
+//! A level with a distance table has it checked too, every entry against the distances
+//! of its moves, an equation with the true distances as its only solution ([`distances`]).
+//!
 //! The parts: this file the entry point, its options and reports, and the two drivers
 //! (every level in memory, for a database that holds a level packed with the exit model;
 //! else the lower levels read as streams); [`batch`] a level with its moves expanded a
-//! batch at a time; [`local`] the local check; [`deep`] the deep check; [`mismatch`] the
-//! wrong values they find. This file uses the others and none of them uses it.
+//! batch at a time; [`local`] the local check; [`deep`] the deep check; [`distances`] the
+//! distance tables' check; [`mismatch`] the wrong values they find. This file uses the
+//! others and none of them uses it.
 
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
@@ -34,13 +38,16 @@ use crate::util::LevelBar;
 
 mod batch;
 mod deep;
+mod distances;
 mod local;
 mod mismatch;
 
 use batch::Ctx;
+use distances::{check_table, BestExits};
 use local::Streamed;
 // SliceOf of the reports (`LevelCheck`, `DeepCheck`): public here, as before the split.
-pub use mismatch::Mismatches;
+pub use distances::{DistanceCheck, DistanceMismatch};
+pub use mismatch::{Mismatch, Mismatches};
 
 /// What to verify.
 #[derive(Clone, Debug)]
@@ -89,6 +96,8 @@ pub struct LevelCheck {
     /// (the two ways the local check can find the captures), else what differs: a fault
     /// of the verifier, not of the level.
     pub capture_problem: Option<String>,
+    /// The check of the level's distance table; `None` where it has none.
+    pub distances: Option<DistanceCheck>,
 }
 
 impl LevelCheck {
@@ -98,6 +107,7 @@ impl LevelCheck {
             && self.capture_problem.is_none()
             && self.mismatches.count == 0
             && self.deep.as_ref().is_none_or(|d| d.mismatches.count == 0)
+            && self.distances.as_ref().is_none_or(DistanceCheck::ok)
     }
 }
 
@@ -211,6 +221,16 @@ pub fn verify(
                 seconds: t0.elapsed().as_secs_f64(),
             }
         });
+        let want = Expect::level(opts.rules, &index, n);
+        let lower = &bytes[..n];
+        let distances = check_table(
+            &dir,
+            &want,
+            &index,
+            bytes[n],
+            || Ok(BestExits::Lower(lower)),
+            &bar,
+        )?;
         bar.finish();
         let r = LevelCheck {
             seeds: n,
@@ -220,6 +240,7 @@ pub fn verify(
             seconds,
             deep,
             capture_problem: None,
+            distances,
         };
         report(&r);
         out.push(r);
@@ -298,6 +319,8 @@ fn verify_streamed(
         } else {
             None
         };
+        let exits = || check.exits().map(BestExits::Known);
+        let distances = check_table(dir, &expect(n), index, &values, exits, &bar)?;
         bar.finish();
         let r = LevelCheck {
             seeds: n,
@@ -307,6 +330,7 @@ fn verify_streamed(
             seconds,
             deep,
             capture_problem: edges,
+            distances,
         };
         report(&r);
         out.push(r);
