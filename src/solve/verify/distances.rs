@@ -27,7 +27,6 @@ use super::mismatch::{Mismatches, Sample};
 use crate::db::dtc::DistanceTable;
 use crate::db::layout::Expect;
 use crate::db::raw::Check;
-use crate::db::store::LevelFile;
 use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::pits::with_pits;
@@ -108,27 +107,25 @@ impl BestExits<'_> {
     }
 }
 
-/// The distance check of the level `expect` names, whose values are `values`, if it has
-/// a table in `dir`; `None` if it has none. `exits` gives the positions' best exits; it is
-/// called only where there is a table. A table that does not open (damaged, foreign, of
-/// other values) is a problem of the report, not an error.
+/// The distance check of the level `expect` names, whose values are `values` and whose
+/// header gives the payload checksum `sum`, if it has a table in `dir`; `None` if it has
+/// none. `exits` gives the positions' best exits; it is called only where there is a
+/// table. A table that does not open (damaged, foreign, of other values) is a problem of
+/// the report, not an error.
 ///
 /// # Errors
-/// Only what `exits` returns, or the level's file no longer opening.
+/// Only what `exits` returns.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn check_table<'a>(
     dir: &Path,
     expect: &Expect,
+    sum: u64,
     index: &Index,
     values: &[u8],
     exits: impl FnOnce() -> Result<BestExits<'a>>,
     bar: &LevelBar,
 ) -> Result<Option<DistanceCheck>> {
     let started = Instant::now();
-    let Some(level) = LevelFile::open(dir, expect, Check::HeaderOnly)? else {
-        return Ok(None);
-    };
-    let sum = level.header().checksum;
-    drop(level);
     let failed = |problem: String| {
         Ok(Some(DistanceCheck {
             problem: Some(problem),

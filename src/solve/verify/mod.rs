@@ -155,11 +155,14 @@ pub fn verify(
     let mut levels = Vec::with_capacity(last + 1);
     // What is wrong with the checksums of each checked level (a damaged block named).
     let mut checksum_problems: Vec<Option<String>> = Vec::with_capacity(last + 1);
+    // The payload checksum each level's header gives: what its distance table names.
+    let mut sums = Vec::with_capacity(last + 1);
     for n in 0..=last {
         let want = Expect::level(opts.rules, &index, n);
         let Some(level) = LevelFile::open(&dir, &want, Check::HeaderOnly)? else {
             return Err(missing_level(&dir, opts.rules, opts.pits, n, last));
         };
+        sums.push(level.header().checksum);
         // Levels below the range are trusted inputs: refuse them if damaged. Checked
         // levels report a bad checksum or block and still get their values checked, so
         // that the damaged positions are named.
@@ -226,6 +229,7 @@ pub fn verify(
         let distances = check_table(
             &dir,
             &want,
+            sums[n],
             &index,
             bytes[n],
             || Ok(BestExits::Lower(lower)),
@@ -269,11 +273,16 @@ fn verify_streamed(
     let expect = |m: usize| Expect::level(opts.rules, index, m);
     // Every level needed is there before anything is checked.
     let lowest = lowest_captured_level(p, first);
-    for m in lowest..=last {
-        if LevelFile::open(dir, &expect(m), Check::HeaderOnly)?.is_none() {
-            return Err(missing_level(dir, opts.rules, opts.pits, m, last));
-        }
-    }
+    // The payload checksum each level's header gives (what its distance table names),
+    // from `lowest` up.
+    let sums = (lowest..=last)
+        .map(
+            |m| match LevelFile::open(dir, &expect(m), Check::HeaderOnly)? {
+                Some(level) => Ok(level.header().checksum),
+                None => Err(missing_level(dir, opts.rules, opts.pits, m, last)),
+            },
+        )
+        .collect::<Result<Vec<u64>>>()?;
     // The levels below the range that the checked ones read are trusted inputs: refuse
     // them if damaged.
     for m in lowest..first {
@@ -320,7 +329,15 @@ fn verify_streamed(
             None
         };
         let exits = || check.exits().map(BestExits::Known);
-        let distances = check_table(dir, &expect(n), index, &values, exits, &bar)?;
+        let distances = check_table(
+            dir,
+            &expect(n),
+            sums[n - lowest],
+            index,
+            &values,
+            exits,
+            &bar,
+        )?;
         bar.finish();
         let r = LevelCheck {
             seeds: n,
