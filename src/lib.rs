@@ -128,7 +128,7 @@ pub mod expert {
         pub use crate::solve::ranks::local::LocalComm;
         #[cfg(feature = "mpi")]
         pub use crate::solve::ranks::mpi_comm::MpiComm;
-        pub use crate::solve::ranks::{build_slices, solve_slice, Comm, Mail, ROUND, SEGMENT};
+        pub use crate::solve::ranks::{build_slices, Comm, Mail, ROUND, SEGMENT};
     }
 
     /// The rules at the level of single moves: what the solver and the property tests use

@@ -192,7 +192,7 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
     }
     if levels.iter().any(|l| l.scratch > 0) {
         out.push(
-            "lean: the lean state keeps its best exits and values in two files beside the level, 2 bytes a position, counted under checkpoints (a lean checkpoint is a header over them)"
+            "lean: the lean state keeps its best exits and values in two files beside the level, 2 bytes a position, counted under checkpoints (a lean checkpoint holds its two bits a position and the files' checksum)"
                 .into(),
         );
     }

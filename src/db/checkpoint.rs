@@ -11,11 +11,11 @@
 //! checksum at once. A checkpoint is written under a temporary name, synced and renamed
 //! into place: a kill leaves the previous one whole.
 //!
-//! The lean state's checkpoint (encoding 3, DESIGN.md section 5.6) is the header alone:
-//! the state is the two files the lean state keeps anyway, `level-NNN.exits` and
-//! `level-NNN.values` ([`lean_paths`]), and the header's checksum is theirs as they stand
-//! when every threshold above `TT` is done ([`lean_checksum`]), which later passes do
-//! not change.
+//! The lean state's checkpoint (encoding 3, DESIGN.md section 5.6) holds no threshold
+//! map, and as its state its two bits a position (words of 32 positions, little-endian)
+//! followed by the checksum of the two files the lean state keeps beside them,
+//! `level-NNN.exits` and `level-NNN.values` ([`lean_paths`]), as they stand then
+//! ([`lean_checksum`]: the values of `TT` and below, which later passes write, read as 0).
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -71,7 +71,7 @@ pub struct CheckpointHeader {
     pub base: u64,
     /// Positions held.
     pub held: u64,
-    /// The state's encoding: 1 fast, 2 compact, 3 lean (the header alone, its files beside).
+    /// The state's encoding: 1 fast, 2 compact, 3 lean (its two bits, its files beside).
     pub encoding: u8,
     /// The next threshold to run: every threshold above it is done.
     pub next: u8,
@@ -457,21 +457,6 @@ pub fn lean_checksum(exits: &File, values: &File, len: u64, next: u8) -> std::io
     Ok(xxh3_64(&bytes))
 }
 
-/// Writes the header of a lean checkpoint to `path` (its checksum [`lean_checksum`]'s,
-/// its state's files synced first), under a temporary name, synced and renamed into
-/// place.
-pub fn write_lean_checkpoint(path: &Path, head: CheckpointHeader) -> Result<()> {
-    let head = CheckpointHeader {
-        encoding: 3,
-        map_bytes: 0,
-        state_bytes: 0,
-        ..head
-    };
-    let mut file = TmpFile::create(path)?;
-    file.write(&[0u8; PAYLOAD_OFFSET])?;
-    file.finish(&[&head.encode()])
-}
-
 /// The payload checksum of `parts` (see the module), computed by the rayon threads.
 fn checksum(parts: &[&[u8]]) -> u64 {
     let mut hashes = Vec::new();
@@ -482,21 +467,24 @@ fn checksum(parts: &[&[u8]]) -> u64 {
     xxh3_64(&hashes)
 }
 
-/// Writes a checkpoint to `path`: `head` (its sizes and checksum filled in here) and the
-/// threshold map and state bytes, under a temporary name, synced and renamed into place.
+/// Writes a checkpoint to `path`: `head` (its sizes and checksum filled in here), the
+/// threshold map, and the state's bytes, the pieces of `state` one after another, under a
+/// temporary name, synced and renamed into place.
 pub fn write_checkpoint(
     path: &Path,
     mut head: CheckpointHeader,
     map: &[u8],
-    state: &[u8],
+    state: &[&[u8]],
 ) -> Result<()> {
     head.map_bytes = map.len() as u64;
-    head.state_bytes = state.len() as u64;
-    head.checksum = checksum(&[map, state]);
+    head.state_bytes = state.iter().map(|p| p.len() as u64).sum();
+    let mut parts = vec![map];
+    parts.extend_from_slice(state);
+    head.checksum = checksum(&parts);
     let mut file = TmpFile::create(path)?;
-    file.write(&[0u8; PAYLOAD_OFFSET])?;
-    file.write(map)?;
-    file.write(state)?;
+    for part in [&[0u8; PAYLOAD_OFFSET][..]].iter().chain(&parts) {
+        file.write(part)?;
+    }
     file.finish(&[&head.encode()])
 }
 
@@ -552,13 +540,19 @@ impl Checkpoint {
         })
     }
 
-    /// Reads the threshold map into `map` and the state into `state` (each as long as the
-    /// header says) and checks the payload checksum. The file is closed after: a resumed
-    /// level removes its checkpoint when it saves the next, and an open file would keep
-    /// its disk taken until the level ends.
-    pub fn read(self, map: &mut [u8], state: &mut [u8]) -> Result<()> {
+    /// The checkpoint's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the threshold map into `map` and the state into the pieces of `state`, one
+    /// after another (as long in all as the header says), and checks the payload checksum.
+    /// The file is closed after: a resumed level removes its checkpoint when it saves the
+    /// next, and an open file would keep its disk taken until the level ends.
+    pub fn read(self, map: &mut [u8], state: &mut [&mut [u8]]) -> Result<()> {
         let io = |e| Error::io(&self.path, e);
-        if (map.len() as u64, state.len() as u64) != (self.head.map_bytes, self.head.state_bytes) {
+        let state_len: u64 = state.iter().map(|p| p.len() as u64).sum();
+        if (map.len() as u64, state_len) != (self.head.map_bytes, self.head.state_bytes) {
             return Err(Error::format(
                 &self.path,
                 format!(
@@ -566,14 +560,20 @@ impl Checkpoint {
                     self.head.map_bytes,
                     self.head.state_bytes,
                     map.len(),
-                    state.len()
+                    state_len
                 ),
             ));
         }
-        let at = PAYLOAD_OFFSET as u64;
+        let mut at = PAYLOAD_OFFSET as u64;
         read_exact_at_parallel(&self.file, at, map).map_err(io)?;
-        read_exact_at_parallel(&self.file, at + map.len() as u64, state).map_err(io)?;
-        let got = checksum(&[map, state]);
+        at += map.len() as u64;
+        for part in state.iter_mut() {
+            read_exact_at_parallel(&self.file, at, part).map_err(io)?;
+            at += part.len() as u64;
+        }
+        let mut parts: Vec<&[u8]> = vec![map];
+        parts.extend(state.iter().map(|p| &**p));
+        let got = checksum(&parts);
         if got != self.head.checksum {
             return Err(Error::format(
                 &self.path,
@@ -630,7 +630,7 @@ mod tests {
                 ),
                 h,
                 &map,
-                &state,
+                &[&state],
             )
             .unwrap();
         }
@@ -639,7 +639,7 @@ mod tests {
             &checkpoint_path(dir.path(), 21, CheckpointAt::threshold(3), SliceOf::WHOLE),
             head(),
             &map,
-            &state,
+            &[&state],
         )
         .unwrap();
         let other = SliceOf { rank: 1, ranks: 2 };
@@ -647,7 +647,7 @@ mod tests {
             &checkpoint_path(dir.path(), 20, CheckpointAt::threshold(5), other),
             head(),
             &map,
-            &state,
+            &[&state],
         )
         .unwrap();
         // Two of threshold 9 after some of its segments: further on than its start, and
@@ -661,7 +661,7 @@ mod tests {
                 ..head()
             };
             let path = checkpoint_path(dir.path(), 20, at, SliceOf::WHOLE);
-            write_checkpoint(&path, h, &map, &state).unwrap();
+            write_checkpoint(&path, h, &map, &[&state[..600], &state[600..]]).unwrap();
             let back = Checkpoint::open(&path, &head()).unwrap().head;
             assert_eq!((back.segment, back.segment_shift), (segment, 6));
         }
@@ -692,7 +692,7 @@ mod tests {
         assert_eq!(c.head.present, 0b1010_0110);
         assert_eq!((c.head.map_bytes, c.head.state_bytes), (128, 1000));
         let (mut m, mut s) = (vec![0; 128], vec![0; 1000]);
-        c.read(&mut m, &mut s).unwrap();
+        c.read(&mut m, &mut [&mut s]).unwrap();
         assert_eq!((m, s), (map.clone(), state.clone()));
         remove_checkpoints(dir.path(), 20, SliceOf::WHOLE).unwrap();
         assert!(list_checkpoints(dir.path(), 20, SliceOf::WHOLE)
@@ -706,14 +706,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = checkpoint_path(dir.path(), 20, CheckpointAt::threshold(7), SliceOf::WHOLE);
         let state = vec![3u8; 1000];
-        write_checkpoint(&path, head(), &[1; 16], &state).unwrap();
+        write_checkpoint(&path, head(), &[1; 16], &[&state]).unwrap();
         let good = fs::read(&path).unwrap();
         let refused = |bytes: &[u8], want: &CheckpointHeader| -> String {
             fs::write(&path, bytes).unwrap();
             match Checkpoint::open(&path, want) {
                 Err(e) => e.to_string(),
                 Ok(c) => c
-                    .read(&mut [0; 16], &mut [0; 1000])
+                    .read(&mut [0; 16], &mut [&mut [0; 1000]])
                     .unwrap_err()
                     .to_string(),
             }
@@ -746,6 +746,6 @@ mod tests {
         // The good one still reads.
         fs::write(&path, &good).unwrap();
         let c = Checkpoint::open(&path, &head()).unwrap();
-        c.read(&mut [0; 16], &mut [0; 1000]).unwrap();
+        c.read(&mut [0; 16], &mut [&mut [0; 1000]]).unwrap();
     }
 }

@@ -9,15 +9,15 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::db::checkpoint::{
-    checkpoint_need, checkpoint_path, checkpoint_room, lean_checksum, lean_paths, list_checkpoints,
-    remove_checkpoints, write_lean_checkpoint, Checkpoint, CheckpointAt, CheckpointHeader,
-    CheckpointRoom, SliceOf,
+    checkpoint_need, checkpoint_path, checkpoint_room, lean_paths, list_checkpoints,
+    remove_checkpoints, Checkpoint, CheckpointAt, CheckpointHeader, CheckpointRoom, SliceOf,
 };
 use crate::error::Error;
 use crate::game::rules::Rules;
 use crate::solve::comm::Comm;
 use crate::solve::level::{
-    LeanFiles, LeanSaves, PhaseTimes, Saves, Settle, Stage, State, StateKind, SEGMENT_SHIFT,
+    LeanFiles, LeanState, PhaseTimes, Saves, Settle, SettleCells, Stage, State, StateKind,
+    SEGMENT_SHIFT,
 };
 use crate::util::{bytes, clock_utc, LevelBar};
 
@@ -186,7 +186,7 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
     /// The state `checkpoint` holds ([`Checkpoints::take_up`] chose it), read whole on
     /// every rank; `None` if any rank's payload is damaged: then every checkpoint of the
     /// level is removed and it starts afresh.
-    pub(crate) fn load<E: Settle>(
+    pub(crate) fn load<E: SettleCells>(
         &mut self,
         checkpoint: Checkpoint,
     ) -> crate::error::Result<Option<State<E>>> {
@@ -216,16 +216,14 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
         Ok(loaded.ok())
     }
 
-    /// The lean state's files that `checkpoint` ([`Checkpoints::take_up`] chose it) stands
-    /// for, opened and checked against its checksum on every rank; `None` if any rank's
-    /// are missing or damaged: then every checkpoint of the level is removed, with its
-    /// files, and it starts afresh.
-    pub(crate) fn open_lean(
+    /// The lean state that `checkpoint` ([`Checkpoints::take_up`] chose it) holds, with
+    /// its files beside it, opened and checked against its checksum on every rank; `None`
+    /// if any rank's are missing or damaged: then every checkpoint of the level is removed,
+    /// with its files, and it starts afresh.
+    pub(crate) fn load_lean(
         &mut self,
         checkpoint: Checkpoint,
-    ) -> crate::error::Result<Option<LeanFiles>> {
-        let at = self.resumed.expect("taken up");
-        let path = checkpoint_path(self.dir, self.n, at, self.part());
+    ) -> crate::error::Result<Option<LeanState>> {
         let held = self.mine.end - self.mine.start;
         let opened = (|| {
             let [exits, values] = lean_paths(self.dir, self.n, self.part()).map(|p| {
@@ -245,19 +243,7 @@ impl<'a, M: Comm> Checkpoints<'a, M> {
                 exits: exits?,
                 values: values?,
             };
-            let sum = lean_checksum(&files.exits, &files.values, held, at.next)
-                .map_err(|e| Error::io(&path, e))?;
-            if sum != checkpoint.head.checksum {
-                return Err(Error::format(
-                    &path,
-                    format!(
-                        "the lean state's files are damaged (checksum {sum:016x}, the header \
-                         says {:016x})",
-                        checkpoint.head.checksum
-                    ),
-                ));
-            }
-            Ok(files)
+            LeanState::load(checkpoint, files)
         })();
         self.agreed(opened)
     }
@@ -314,7 +300,7 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
     /// file after the checkpoint, no rank saves; where it holds one checkpoint only, that
     /// rank removes its older ones first. Once every rank's is whole, the ones it is
     /// further on than go; if any rank could not write its own, the new ones go instead.
-    fn save(&mut self, state: &mut State<E>, stage: Stage, present: u64, times: PhaseTimes) {
+    fn save(&mut self, state: &mut E::Held, stage: Stage, present: u64, times: PhaseTimes) {
         let (comm, dir, n, part) = (self.comm, self.dir, self.n, self.part());
         let at = CheckpointAt {
             next: stage.next as u8,
@@ -323,7 +309,7 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
         let held = self.mine.end - self.mine.start;
         // The level's file must still fit after it: a checkpoint is a safety net, not
         // worth the level.
-        let need = checkpoint_need(E::KIND.bytes(held), held);
+        let need = checkpoint_need(E::STATE.checkpoint_bytes(held), held);
         let mut older = list_checkpoints(dir, n, part).unwrap_or_default();
         let room = checkpoint_room(dir, &older, need);
         if let CheckpointRoom::Short { free, need } = room {
@@ -347,7 +333,7 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
         }
         let path = checkpoint_path(dir, n, at, part);
         let wrote = cleared
-            && match state.save(&path, self.header(at, present, times)) {
+            && match E::save(state, &path, self.header(at, present, times)) {
                 Ok(()) => true,
                 Err(e) => {
                     // The build goes on: only its safety net is lost.
@@ -356,39 +342,6 @@ impl<E: Settle, M: Comm> Saves<E> for Checkpoints<'_, M> {
                 }
             };
         self.settle_save(wrote, at, &path, older);
-    }
-}
-
-impl<M: Comm> LeanSaves for Checkpoints<'_, M> {
-    fn due(&mut self) -> bool {
-        self.due_now()
-    }
-
-    /// Saves a lean checkpoint: the state's files synced, then a header with their
-    /// checksum (DESIGN.md section 5.6). No disk beyond the header: the files are the lean
-    /// state's own. Once every rank's is written, the older ones go; if any rank could not
-    /// write its own, the new ones go instead.
-    fn save(&mut self, files: &LeanFiles, next: u8, times: PhaseTimes) {
-        let (dir, n, part) = (self.dir, self.n, self.part());
-        let at = CheckpointAt::threshold(next);
-        let held = self.mine.end - self.mine.start;
-        let older = list_checkpoints(dir, n, part).unwrap_or_default();
-        let path = checkpoint_path(dir, n, at, part);
-        let written = (|| {
-            let io = |e| Error::io(&path, e);
-            files.exits.sync_data().map_err(io)?;
-            files.values.sync_data().map_err(io)?;
-            let checksum = lean_checksum(&files.exits, &files.values, held, next).map_err(io)?;
-            let head = CheckpointHeader {
-                checksum,
-                ..self.header(at, 0, times)
-            };
-            write_lean_checkpoint(&path, head)
-        })();
-        if let Err(e) = &written {
-            (self.warn)(&not_written(n, e));
-        }
-        self.settle_save(written.is_ok(), at, &path, older);
     }
 }
 

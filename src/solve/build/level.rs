@@ -22,9 +22,9 @@ use crate::error::{Error, Result};
 use crate::solve::checkpoints::Checkpoints;
 use crate::solve::comm::{together, Comm};
 use crate::solve::level::{
-    backward_pass, exits_random, exits_stream, forward_pass, forward_stream, solve_lean, Compact,
-    Fast, Forwarded, LeanFiles, Lower, Outcomes, Partition, PhaseTimes, Settle, Stage, StateKind,
-    Window,
+    backward_pass, exits_random, exits_stream, forward_pass, forward_stream, Compact, Fast,
+    Forwarded, Lean, LeanFiles, LeanState, Lower, Outcomes, Partition, Settle, SettleCells, Stage,
+    StateKind, Values, Window,
 };
 use crate::solve::plan::{
     check_level_fits, check_slice_fits, slice_way, way, LevelMemory, LevelMethod, LowerHeld,
@@ -71,6 +71,10 @@ impl<M: Comm> Builder<'_, M> {
             StateKind::Fast => self.solve::<Fast>(n, lower, spill)?,
             StateKind::Compact => self.solve::<Compact>(n, lower, spill)?,
             StateKind::Lean => self.solve_lean(n, lower)?,
+        };
+        let solved = Solved {
+            way: LevelMethod { state, lower },
+            ..solved
         };
         self.finish_level(n, values, lower)?;
         Ok(Solved { way, ..solved })
@@ -192,11 +196,10 @@ impl<M: Comm> Builder<'_, M> {
         let state = StateKind::from_code(checkpoint.head.encoding).expect("checked on opening");
         // The backward pass reads no lower level.
         self.lower.let_go_all();
-        let held = |r: Option<(HugeBuf, Solved)>| r.map(|(v, s)| (Values::Held(v), s));
         let resumed = match state {
-            StateKind::Fast => held(self.resume::<Fast>(n, checkpoint)?),
-            StateKind::Compact => held(self.resume::<Compact>(n, checkpoint)?),
-            StateKind::Lean => self.resume_lean(n, checkpoint)?,
+            StateKind::Fast => self.resume::<Fast>(n, checkpoint, |c, k| c.load(k))?,
+            StateKind::Compact => self.resume::<Compact>(n, checkpoint, |c, k| c.load(k))?,
+            StateKind::Lean => self.resume::<Lean>(n, checkpoint, |c, k| c.load_lean(k))?,
         };
         Ok(resumed.map(|(values, solved)| {
             let way = LevelMethod {
@@ -270,7 +273,7 @@ impl<M: Comm> Builder<'_, M> {
     /// Solves this process's part of level `n` with the state's encoding `E`, reading the
     /// lower levels as `lower` says: its values (in the state's memory), and what solving
     /// it gave.
-    pub(super) fn solve<E: Settle>(
+    pub(super) fn solve<E: SettleCells>(
         &mut self,
         n: usize,
         lower: Lower,
@@ -306,104 +309,87 @@ impl<M: Comm> Builder<'_, M> {
         };
         let mut checkpoints = self.checkpoints(n, Some(&bar));
         checkpoints.last = started;
+        let Forwarded {
+            state,
+            present,
+            forward,
+        } = forwarded;
         let from = Stage::start(n);
-        let (values, solved) = self.backward(n, forwarded, from, &bar, checkpoints);
-        Ok((Values::Held(values), solved))
+        self.backward::<E>(n, state, present, forward, from, &bar, checkpoints)
     }
 
     /// Solves level `n` with the lean state (DESIGN.md section 5.6), reading the lower
     /// levels as `lower` says: its values (in a file), and what solving it gave. With
-    /// checkpoints, its files are named beside the level, and a checkpoint is the header
-    /// that says where they stand.
+    /// checkpoints, its files are named beside the level.
     pub(super) fn solve_lean(&mut self, n: usize, lower: Lower) -> Result<(Values, Solved)> {
         let (rules, index) = (self.opts.rules, &self.index);
         let held = self.held(n);
         let bar = LevelBar::new(self.opts.progress, held * 2, n, "solving");
+        let started = Instant::now();
         let files = self.lean_files(n)?;
-        let mut checkpoints = self.checkpoints(n, Some(&bar));
-        let saves = &mut checkpoints;
         let part = self.partition(n, &bar);
-        let phases = match lower {
+        let made = match lower {
             Lower::Random => {
                 let below = self.lower.below(n);
-                let forward = |f: &fs::File| exits_random(rules, index, n, &below[..], f, &bar);
-                solve_lean(&part, &files, None, forward, saves)?
+                exits_random(rules, index, n, &below[..], &files.exits, &bar)
             }
             Lower::Stream => {
-                let forward = |f: &fs::File| {
-                    let made = exits_stream(&part, &self.lower, f);
-                    // The stream read the lower levels' files: let their pages go.
-                    self.lower.release();
-                    made
-                };
-                solve_lean(&part, &files, None, forward, saves)?
+                let made = exits_stream(&part, &self.lower, &files.exits);
+                // The stream read the lower levels' files: let their pages go.
+                self.lower.release();
+                made
             }
         };
-        bar.finish();
-        let (resumed, written) = (None, checkpoints.written);
-        lean_solved(files, held, phases, lower, resumed, written)
-    }
-
-    /// The lean state's files for level `n` from its start: named beside the level where
-    /// it is checkpointed (emptied), else unnamed there.
-    fn lean_files(&self, n: usize) -> Result<LeanFiles> {
-        let [exits, values] = lean_paths(&self.dir, n, self.part());
-        if self.opts.checkpoint_every.is_none() {
-            return Ok(LeanFiles {
-                exits: unnamed_file(&exits)?,
-                values: unnamed_file(&values)?,
-            });
-        }
-        let create = |p: &std::path::Path| {
-            fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(p)
-                .map_err(|e| Error::io(p, e))
-        };
-        Ok(LeanFiles {
-            exits: create(&exits)?,
-            values: create(&values)?,
-        })
-    }
-
-    /// Level `n` taken up with the lean state from `checkpoint`: its values and what
-    /// solving gave; `None` if its files are missing or damaged (then the level starts
-    /// afresh).
-    fn resume_lean(&self, n: usize, checkpoint: Checkpoint) -> Result<Option<(Values, Solved)>> {
-        let head = checkpoint.head;
-        let held = self.held(n);
-        let bar = LevelBar::new(self.opts.progress, held * 2, n, "resuming");
+        together(self.comm, made, "could not make their exits files")?;
+        let fresh = LeanState::fresh(files, n, held);
+        let (state, present) = together(self.comm, fresh, "could not read their exits files")?;
         let mut checkpoints = self.checkpoints(n, Some(&bar));
-        checkpoints.resumed = Some(CheckpointAt::threshold(head.next));
-        let opened = checkpoints.open_lean(checkpoint);
-        let what = format!("could not take level {n}'s checkpoints up");
-        let Some(files) = together(self.comm, opened, &what)? else {
-            return Ok(None);
-        };
-        bar.phase("solving", held);
-        let times = PhaseTimes {
-            forward: Duration::from_nanos(head.forward_ns),
-            backward: Duration::from_nanos(head.backward_ns),
-        };
-        let part = self.partition(n, &bar);
-        let at = Some((head.next, times));
-        let no_forward = |_: &fs::File| -> Result<()> { unreachable!("resumed after it") };
-        let phases = solve_lean(&part, &files, at, no_forward, &mut checkpoints)?;
-        bar.finish();
-        let (resumed, written) = (checkpoints.resumed, checkpoints.written);
-        lean_solved(files, held, phases, Lower::Stream, resumed, written).map(Some)
+        checkpoints.last = started;
+        let forward = started.elapsed();
+        let from = Stage::start(n);
+        self.backward::<Lean>(n, state, present, forward, from, &bar, checkpoints)
     }
 
-    /// Solves level `n` from `checkpoint` on, with its state's encoding `E`; `None` if its
-    /// payload does not read whole on every rank (then the level starts afresh).
+    /// The lean state's files for level `n` from its start, each as long as the positions
+    /// held and zeroed: named beside the level where it is checkpointed, else unnamed
+    /// there.
+    fn lean_files(&self, n: usize) -> Result<LeanFiles> {
+        let held = self.held(n);
+        let named = self.opts.checkpoint_every.is_some();
+        let open = |p: &std::path::Path| {
+            let file = if named {
+                fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(p)
+                    .map_err(|e| Error::io(p, e))?
+            } else {
+                unnamed_file(p)?
+            };
+            file.set_len(held).map_err(|e| Error::io(p, e))?;
+            Ok::<_, Error>(file)
+        };
+        let [exits, values] = lean_paths(&self.dir, n, self.part());
+        let files = (|| {
+            Ok(LeanFiles {
+                exits: open(&exits)?,
+                values: open(&values)?,
+            })
+        })();
+        together(self.comm, files, "could not make their lean state's files")
+    }
+
+    /// Solves level `n` from `checkpoint` on, with its state `E`, which `load` reads back;
+    /// `None` if the state does not read whole on every rank (then the level starts
+    /// afresh).
     fn resume<E: Settle>(
         &self,
         n: usize,
         checkpoint: Checkpoint,
-    ) -> Result<Option<(HugeBuf, Solved)>> {
+        load: impl FnOnce(&mut Checkpoints<'_, M>, Checkpoint) -> Result<Option<E::Held>>,
+    ) -> Result<Option<(Values, Solved)>> {
         let head = checkpoint.head;
         let held = self.held(n);
         let bar = LevelBar::new(self.opts.progress, held * 2, n, "resuming");
@@ -412,61 +398,51 @@ impl<M: Comm> Builder<'_, M> {
             next: head.next,
             segment: head.segment,
         });
-        let loaded = checkpoints.load::<E>(checkpoint);
+        let loaded = load(&mut checkpoints, checkpoint);
         let what = format!("could not load level {n}'s checkpoints");
         let Some(state) = together(self.comm, loaded, &what)? else {
             return Ok(None);
         };
-        let forwarded = Forwarded {
-            state,
-            present: head.present,
-            forward: Duration::from_nanos(head.forward_ns),
-        };
+        let forward = Duration::from_nanos(head.forward_ns);
         let from = Stage::of_checkpoint(&head);
         bar.phase("solving", held);
-        Ok(Some(self.backward(n, forwarded, from, &bar, checkpoints)))
+        let present = head.present;
+        self.backward::<E>(n, state, present, forward, from, &bar, checkpoints)
+            .map(Some)
     }
 
-    /// The backward pass of level `n` from `from`, saving the state as `checkpoints` says:
-    /// the values, and what solving gave.
+    /// The backward pass of level `n` from `from`, with the state after the forward pass
+    /// or a checkpoint, the thresholds `present` in it, and the forward pass's time,
+    /// saving the state as `checkpoints` says: the values, and what solving gave.
+    #[allow(clippy::too_many_arguments)]
     fn backward<E: Settle>(
         &self,
         n: usize,
-        forwarded: Forwarded<E>,
+        state: E::Held,
+        present: u64,
+        forward: Duration,
         from: Stage,
         bar: &LevelBar,
         mut checkpoints: Checkpoints<'_, M>,
-    ) -> (HugeBuf, Solved) {
+    ) -> Result<(Values, Solved)> {
         let part = self.partition(n, bar);
-        let Forwarded {
-            state,
-            present,
-            forward,
-        } = forwarded;
-        let (state, phases) = backward_pass(&part, state, present, forward, from, &mut checkpoints);
-        let values = state.into_values();
-        let stats = Outcomes::of_parallel(&values);
+        let passed = backward_pass::<E, M>(&part, state, present, forward, from, &mut checkpoints);
+        let (state, phases) = passed?;
+        let values = E::into_values(state);
+        let stats = values.outcomes()?;
         bar.finish();
         let solved = Solved {
             phases,
             stats,
             way: LevelMethod {
-                state: E::KIND,
+                state: E::STATE,
                 lower: Lower::Stream,
             },
             resumed: checkpoints.resumed,
             checkpoints: checkpoints.written,
         };
-        (values, solved)
+        Ok((values, solved))
     }
-}
-
-/// A level's values (or a rank's slice's) as solving leaves them: in memory, or, from the
-/// lean state, in an unnamed file of so many bytes, never held whole unless a writer needs
-/// them at once.
-pub(super) enum Values {
-    Held(HugeBuf),
-    File(fs::File, u64),
 }
 
 /// A level's values as one slice of bytes: held, or a file's mapped.
@@ -551,30 +527,6 @@ impl Values {
         }
         w.finish().map(|_| ())
     }
-}
-
-/// What solving `size` positions of a level (a rank's slice) with the lean state gave: its values (the
-/// values file of `files`) and its report.
-fn lean_solved(
-    files: LeanFiles,
-    size: u64,
-    phases: PhaseTimes,
-    lower: Lower,
-    resumed: Option<CheckpointAt>,
-    checkpoints: u32,
-) -> Result<(Values, Solved)> {
-    let values = Values::File(files.values, size);
-    let solved = Solved {
-        phases,
-        stats: values.outcomes()?,
-        way: LevelMethod {
-            state: StateKind::Lean,
-            lower,
-        },
-        resumed,
-        checkpoints,
-    };
-    Ok((values, solved))
 }
 
 /// Writes level `want.seeds` into `dir` packed with the plain model (section 6), then

@@ -317,13 +317,7 @@ fn ranks_resume_from_their_checkpoints_together() {
             crate::db::layout::largest_slice(Index::new(4, n).unwrap().level_size(n), ranks)
                 .div_ceil(crate::solve::level::SEGMENT);
         assert!(segments > 2, "{segments} segments");
-        // The lean state saves between thresholds only: the last before threshold 1.
-        let inside = if kind == StateKind::Lean {
-            0
-        } else {
-            segments - 1
-        };
-        assert_eq!((t.next, t.segment as u64), (1, inside));
+        assert_eq!((t.next, t.segment as u64), (1, segments - 1));
         let (_, resumed, said) = solve_saved(root, n, ranks, kind, false);
         assert_eq!(resumed, vec![Some(t); ranks]);
         assert_eq!(said, vec![Vec::<String>::new(); ranks]);
@@ -332,7 +326,8 @@ fn ranks_resume_from_their_checkpoints_together() {
         restore();
         let part = SliceOf { rank: last, ranks };
         let path = match kind {
-            // A lean checkpoint is a header over the state's files: one of them damaged.
+            // A lean checkpoint holds the checksum of the state's files: one of them
+            // damaged.
             StateKind::Lean => lean_paths(&rank_dir(last), n, part)[1].clone(),
             _ => checkpoint_path(&rank_dir(last), n, t, part),
         };

@@ -4,12 +4,16 @@
 //! rank's slice of it (section 5.4). `rounds.rs` runs it threshold by threshold.
 
 use std::ops::Range;
+use std::path::Path;
 
 use super::state::{threshold_bit, Encoding, State, BLOCK};
+use super::{StateKind, Values};
+use crate::db::checkpoint::CheckpointHeader;
+use crate::error::Result;
 use crate::game::index::{Index, RankBase};
 use crate::game::pits::with_pits;
-use crate::game::rules::{for_each_unmove_near_p, Board, Rules};
-use crate::util::{prefetch, BATCH};
+use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
+use crate::util::BATCH;
 
 /// A stack of settled positions this long is split between threads.
 const SPLIT_AT: usize = 1 << 12;
@@ -17,9 +21,88 @@ const SPLIT_AT: usize = 1 << 12;
 /// No pit: a check that knows none of the position's children.
 pub(crate) const NO_PIT: u8 = u8::MAX;
 
-/// The backward pass's updates of a state, which depend on what its bytes hold (a count
-/// of moves, or not): implemented by each [`Encoding`] beside its layout.
-pub(crate) trait Settle: Encoding {
+/// What the one backward pass (this file and `rounds.rs`) needs of a solver state: where a
+/// position is held, how a threshold's seeds are found, what a settled child does to a
+/// predecessor, what a check is, and what a threshold's end and a save do. Implemented by
+/// the three states: [`super::Fast`] and [`super::Compact`] over their cells (the seeds by
+/// [`seed_cells`]), [`super::Lean`] over its two bits and its files.
+pub(crate) trait Settle: Sized + Send + Sync + 'static {
+    /// Which state this is.
+    const STATE: StateKind;
+    /// The state's memory during the pass: what the forward pass or a checkpoint gives,
+    /// and the level's values come from.
+    type Held: Send + Sync;
+
+    /// Positions `state` holds.
+    fn held(state: &Self::Held) -> u64;
+
+    /// A hint that position `at`'s state (held here) will be read soon.
+    fn prefetch(state: &Self::Held, at: u64);
+
+    /// Settles the positions of `range` (indices of the level held here, from a multiple
+    /// of [`CHUNK`](crate::util::CHUNK) of the slice and at most one) that threshold `t` seeds, and everything
+    /// they settle here in turn ([`Backward::drain_p`]). Returns the positions handled.
+    fn seed_range<const P: usize>(
+        back: &Backward<Self>,
+        t: i8,
+        range: Range<u64>,
+        work: &mut Buffers,
+    ) -> u64;
+
+    /// Tells position `qi` (held here) that a child of it settled at threshold `t`, won
+    /// or lost for the child's side to move, by its move from pit `o`
+    /// ([`NO_PIT`] if not known); a position this settles goes on the stack with
+    /// its board, and one that may be lost (compact, lean) on the checks.
+    fn update<const P: usize>(
+        back: &Backward<Self>,
+        qi: u64,
+        board: impl FnOnce() -> Board,
+        won: bool,
+        o: u8,
+        t: i8,
+        out: &mut Queues,
+    );
+
+    /// Goes on with a check whose child `c.first` was prefetched a batch ago (compact,
+    /// lean).
+    fn check<const P: usize>(back: &Backward<Self>, c: &Check, t: i8, out: &mut Queues);
+
+    /// Goes on with another rank's check of position `qi` at its child by `pit`, held here;
+    /// the child by `skip` is known won (compact, lean).
+    fn continue_check<const P: usize>(
+        back: &Backward<Self>,
+        qi: u64,
+        board: Board,
+        pit: u8,
+        skip: u8,
+        t: i8,
+        out: &mut Queues,
+    );
+
+    /// Settles position `qi` (held here) lost at `-t`, as a check found every in-level
+    /// child of it won; whether this call did.
+    fn lose(back: &Backward<Self>, qi: u64, t: i8) -> bool;
+
+    /// After threshold `t`'s rounds stopped, every thread and message done: `done` if the
+    /// threshold is, else paused for a save. The lean state says here whether its pass
+    /// read its files whole, and at a threshold's end writes what it settled to its values
+    /// file. Collective errors are the caller's.
+    fn after(_state: &mut Self::Held, _t: i8, _done: bool) -> Result<()> {
+        Ok(())
+    }
+
+    /// Saves `state` as the checkpoint `path`, described by `head` (its encoding, sizes
+    /// and checksum filled in here): no thread touches it, and nothing is in flight.
+    fn save(state: &mut Self::Held, path: &Path, head: CheckpointHeader) -> Result<()>;
+
+    /// The values of the positions held, once every threshold is done: each settled
+    /// position's value, 0 for the others (draws).
+    fn into_values(state: Self::Held) -> Values;
+}
+
+/// The states whose cells hold each position's best exit until it is settled (fast and
+/// compact): their seeds are found in the cells by [`seed_cells`].
+pub(crate) trait SettleCells: Encoding + Settle<Held = State<Self>> {
     /// Settles the position at `at` of `back`'s state at value `v` unless it is settled
     /// already; `seen` is its exit byte as last read, unsettled. Whether this call did.
     fn settle(back: &Backward<Self>, at: usize, seen: i8, v: i8) -> bool;
@@ -36,39 +119,22 @@ pub(crate) trait Settle: Encoding {
         board: impl FnOnce() -> Board,
         out: &mut Queues,
     );
-
-    /// Tells position `qi` (held here) that a child of it settled at threshold `t`, won
-    /// or lost for the child's side to move, by its move from pit `o`
-    /// ([`NO_PIT`] if not known); a position this settles goes on the stack with
-    /// its board, and one that may be lost (compact) on the checks.
-    fn update<const P: usize>(
-        back: &Backward<Self>,
-        qi: u64,
-        board: impl FnOnce() -> Board,
-        won: bool,
-        o: u8,
-        t: i8,
-        out: &mut Queues,
-    );
-
-    /// Goes on with a check whose child `c.first` was prefetched a batch ago (compact).
-    fn check<const P: usize>(back: &Backward<Self>, c: &Check, t: i8, out: &mut Queues);
-
-    /// Goes on with another rank's check of position `qi` at its child by `pit`, held here;
-    /// the child by `skip` is known won (compact).
-    fn continue_check<const P: usize>(
-        back: &Backward<Self>,
-        qi: u64,
-        board: Board,
-        pit: u8,
-        skip: u8,
-        t: i8,
-        out: &mut Queues,
-    );
 }
 
-/// A position of the compact state that is lost if all its in-level children are won
-/// (its best exit gives at most `-t`): its byte as read, its board, the pit of a move
+/// The states that confirm a loss by reading a position's in-level children (compact,
+/// lean): a check goes one child a batch ([`next_child`]).
+pub(crate) trait SettleChecks: Settle {
+    /// Whether the child at `at` (held here) is settled and won for its side to move.
+    fn won(back: &Backward<Self>, at: u64) -> bool;
+
+    /// Settles the checked position at `at` (held here; `code` its byte as the check saw
+    /// it, compact) lost at `-t`, every in-level child of it being won; whether this call
+    /// did.
+    fn lose_checked(back: &Backward<Self>, at: u64, code: i8, t: i8) -> bool;
+}
+
+/// A position that is lost if all its in-level children are won (its best exit gives at
+/// most `-t`, compact and lean): its byte as read (compact), its board, the pit of a move
 /// whose child is known won ([`NO_PIT`] if none), and the pit and index of the next
 /// child to read, whose cell is being prefetched.
 #[derive(Clone, Copy)]
@@ -88,11 +154,11 @@ pub(crate) enum Message {
     /// A child of position `qi` settled: won for the child's side to move if `won`, lost
     /// if not.
     Settled { qi: u64, won: bool },
-    /// Every in-level child of position `qi` is won: `qi` is lost (compact state).
+    /// Every in-level child of position `qi` is won: `qi` is lost (compact and lean).
     Lost { qi: u64 },
     /// Whether position `qi` (maybe another rank's) is lost goes on being checked at its
     /// child by `pit`, held by the receiver; its child by `skip` is known won ([`NO_PIT`]:
-    /// none) (compact state).
+    /// none) (compact and lean).
     Check { qi: u64, pit: u8, skip: u8 },
 }
 
@@ -107,21 +173,23 @@ pub(crate) trait Remote: Sync {
 pub(crate) struct Buffers {
     /// Settled positions whose predecessors are still to be told: index, board, and
     /// whether it is won for its side to move.
-    stack: Vec<(u64, Board, bool)>,
+    pub(super) stack: Vec<(u64, Board, bool)>,
     /// Predecessors of a batch of settled positions: index, board, whether the settled
     /// child is won for its side to move, and the pit of the move to it; their cells are
     /// being prefetched.
-    pending: Vec<(u64, Board, bool, u8)>,
+    pub(super) pending: Vec<(u64, Board, bool, u8)>,
     /// The predecessors of the batch after, being generated.
-    ahead: Vec<(u64, Board, bool, u8)>,
-    /// Compact state: positions that may be lost, whose first child to read is being
+    pub(super) ahead: Vec<(u64, Board, bool, u8)>,
+    /// Positions that may be lost (compact, lean), whose next child to read is being
     /// prefetched; read after the next batch.
-    checks: Vec<Check>,
+    pub(super) checks: Vec<Check>,
     /// The same, queued during this batch.
-    checks_ahead: Vec<Check>,
+    pub(super) checks_ahead: Vec<Check>,
     /// Messages for other ranks, per rank, in the words [`Remote::send`] writes (empty in
     /// a single process).
     pub(crate) outbox: Vec<Vec<u8>>,
+    /// The lean state: the chunk of the exits file being seeded.
+    pub(super) exits: Vec<u8>,
 }
 
 /// Where the backward pass puts what it finds: positions settled, checks to go on with
@@ -140,7 +208,7 @@ pub(crate) struct Backward<'a, E: Settle> {
     pub(crate) index: &'a Index,
     /// The level: seeds on every board.
     pub(crate) n: usize,
-    pub(crate) state: &'a State<E>,
+    pub(crate) state: &'a E::Held,
     /// The first index `state` holds.
     pub(crate) base: u64,
     pub(crate) remote: &'a dyn Remote,
@@ -155,46 +223,7 @@ impl<E: Settle> Backward<'_, E> {
 
     /// [`Backward::seed_range`] with the pits per side, `P`, known at compile time.
     fn seed_range_p<const P: usize>(&self, t: i8, range: Range<u64>, work: &mut Buffers) -> u64 {
-        let mut settled = 0;
-        let (lo, hi) = (
-            (range.start - self.base) as usize,
-            (range.end - self.base) as usize,
-        );
-        let bit = threshold_bit(t);
-        // Seeds come in index order: each is unranked from the one before.
-        let mut cursor = self.index.cursor(self.n);
-        let mut from = lo;
-        while from < hi {
-            let block = from / BLOCK;
-            let to = ((block + 1) * BLOCK).min(hi);
-            let scan = self.state.blocks[block] & bit != 0;
-            let start = from;
-            from = to;
-            if !scan {
-                continue;
-            }
-            // The seeds of the block as two masks first, in a loop without calls or
-            // unpredictable branches (most blocks hold few seeds). A seed is won at `t` by
-            // its exit, or lost at `-t` when no move stays in the level any more and its
-            // exit gives `-t`. A seed settled by a cascade meanwhile fails in `settle`,
-            // and one made a seed by a cascade is settled by that cascade.
-            let (mut seeds, wins) = self.state.seeds(start, to, t);
-            while seeds != 0 {
-                let j = seeds.trailing_zeros() as usize;
-                seeds &= seeds - 1;
-                let won = wins >> j & 1 != 0;
-                let at = start + j;
-                let i = self.base + at as u64;
-                let board = || *self.index.seek_p::<P>(&mut cursor, i);
-                E::seed::<P>(self, i, at, won, t, board, &mut work.queues());
-                // Seeds are gathered into a batch before their predecessors are
-                // generated: one seed alone has too few for the prefetches to overlap.
-                if work.stack.len() >= BATCH || work.checks_ahead.len() >= BATCH {
-                    settled += self.drain_p::<P>(t, work);
-                }
-            }
-        }
-        settled + self.drain_p::<P>(t, work)
+        E::seed_range::<P>(self, t, range, work)
     }
 
     /// Takes in what another rank sent about a position held here, `m`, at threshold `t`:
@@ -212,12 +241,7 @@ impl<E: Settle> Backward<'_, E> {
                 E::update::<P>(self, qi, || index.unrank(n, qi), won, NO_PIT, t, &mut out)
             }
             Message::Lost { qi } => {
-                let at = (qi - self.base) as usize;
-                let seen = self
-                    .state
-                    .exit(at)
-                    .load(std::sync::atomic::Ordering::Relaxed) as i8;
-                if E::settle(self, at, seen, -t) {
+                if E::lose(self, qi, t) {
                     out.stack.push((qi, index.unrank(n, qi), false));
                 }
             }
@@ -235,8 +259,8 @@ impl<E: Settle> Backward<'_, E> {
 
     /// [`Backward::drain`] with the pits per side, `P`, known at compile time: the
     /// un-moves, their ranks and the updates unroll for the board size.
-    fn drain_p<const P: usize>(&self, t: i8, work: &mut Buffers) -> u64 {
-        let held = self.state.len() as u64;
+    pub(super) fn drain_p<const P: usize>(&self, t: i8, work: &mut Buffers) -> u64 {
+        let held = E::held(self.state);
         let mut done = 0;
         // What ranking each settled position's base board leaves, refilled per position.
         let made = &mut RankBase::default();
@@ -270,6 +294,7 @@ impl<E: Settle> Backward<'_, E> {
                 checks,
                 checks_ahead,
                 outbox,
+                ..
             } = &mut *work;
             // A pipeline of two batches: generate the predecessors of the next batch and
             // prefetch their cells, then update those of the batch before, whose cells
@@ -294,7 +319,7 @@ impl<E: Settle> Backward<'_, E> {
                             let qi = self.index.rank_pred_p::<P>(near, q, top, low);
                             let at = qi.wrapping_sub(self.base);
                             if at < held {
-                                prefetch(self.state.exit_addr(at as usize));
+                                E::prefetch(self.state, at);
                                 ahead.push((qi, *q, won, o as u8));
                             } else {
                                 self.remote.send(outbox, qi, Message::Settled { qi, won });
@@ -325,7 +350,7 @@ impl<E: Settle> Backward<'_, E> {
 
 impl Buffers {
     /// The queues that settling a seed or a message fills.
-    fn queues(&mut self) -> Queues<'_> {
+    pub(super) fn queues(&mut self) -> Queues<'_> {
         Queues {
             stack: &mut self.stack,
             checks: &mut self.checks_ahead,
@@ -336,6 +361,112 @@ impl Buffers {
     /// Appends another thread's outbox to this one.
     pub(crate) fn merge(&mut self, other: Vec<Vec<u8>>) {
         merge_outboxes(&mut self.outbox, other);
+    }
+}
+
+/// [`Settle::seed_range`] of the states whose cells hold the best exits (fast, compact):
+/// the blocks of the threshold map that hold `t`, each scanned in its cells.
+#[inline]
+pub(super) fn seed_cells<E: SettleCells, const P: usize>(
+    back: &Backward<E>,
+    t: i8,
+    range: Range<u64>,
+    work: &mut Buffers,
+) -> u64 {
+    let mut settled = 0;
+    let (lo, hi) = (
+        (range.start - back.base) as usize,
+        (range.end - back.base) as usize,
+    );
+    let bit = threshold_bit(t);
+    // Seeds come in index order: each is unranked from the one before.
+    let mut cursor = back.index.cursor(back.n);
+    let mut from = lo;
+    while from < hi {
+        let block = from / BLOCK;
+        let to = ((block + 1) * BLOCK).min(hi);
+        let scan = back.state.blocks[block] & bit != 0;
+        let start = from;
+        from = to;
+        if !scan {
+            continue;
+        }
+        // The seeds of the block as two masks first, in a loop without calls or
+        // unpredictable branches (most blocks hold few seeds). A seed is won at `t` by
+        // its exit, or lost at `-t` when no move stays in the level any more and its
+        // exit gives `-t`. A seed settled by a cascade meanwhile fails in `settle`,
+        // and one made a seed by a cascade is settled by that cascade.
+        let (mut seeds, wins) = back.state.seeds(start, to, t);
+        while seeds != 0 {
+            let j = seeds.trailing_zeros() as usize;
+            seeds &= seeds - 1;
+            let won = wins >> j & 1 != 0;
+            let at = start + j;
+            let i = back.base + at as u64;
+            let board = || *back.index.seek_p::<P>(&mut cursor, i);
+            E::seed::<P>(back, i, at, won, t, board, &mut work.queues());
+            // Seeds are gathered into a batch before their predecessors are
+            // generated: one seed alone has too few for the prefetches to overlap.
+            if work.stack.len() >= BATCH || work.checks_ahead.len() >= BATCH {
+                settled += back.drain_p::<P>(t, work);
+            }
+        }
+    }
+    settled + back.drain_p::<P>(t, work)
+}
+
+/// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
+/// prefetched and queued on the checks for the batch after, so that no child's cache miss
+/// is waited for; when none is left, every child is won, and the position is lost at `t`
+/// and goes on the stack. Over ranks, a child held by another rank sends the check on to
+/// that rank, and a position lost there is told its holder.
+#[inline]
+pub(super) fn next_child<E: SettleChecks, const P: usize>(
+    back: &Backward<E>,
+    c: &Check,
+    from: usize,
+    t: i8,
+    out: &mut Queues,
+) {
+    let mut next = None;
+    for_each_stay_p::<P>(&c.board, back.rules, from, |o, child| {
+        if o as u8 == c.skip {
+            return true;
+        }
+        next = Some((o, back.index.rank_in_p::<P>(child, back.n)));
+        false
+    });
+    let held = E::held(back.state);
+    match next {
+        Some((pit, ci)) => {
+            let at = ci.wrapping_sub(back.base);
+            if at < held {
+                E::prefetch(back.state, at);
+                out.checks.push(Check {
+                    pit: pit as u8,
+                    first: ci,
+                    ..*c
+                });
+            } else {
+                let m = Message::Check {
+                    qi: c.qi,
+                    pit: pit as u8,
+                    skip: c.skip,
+                };
+                back.remote.send(out.outbox, ci, m);
+            }
+        }
+        None => {
+            let at = c.qi.wrapping_sub(back.base);
+            if at < held {
+                if E::lose_checked(back, at, c.code, t) {
+                    out.stack.push((c.qi, c.board, false));
+                }
+            } else {
+                back.remote
+                    .send(out.outbox, c.qi, Message::Lost { qi: c.qi });
+            }
+        }
     }
 }
 

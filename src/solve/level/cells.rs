@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::ops::Range;
-use std::sync::atomic::AtomicU8;
+use std::sync::atomic::{AtomicU64, AtomicU8};
 
 use crate::util::{read_exact_at_parallel, HugeBuf};
 
@@ -58,6 +58,18 @@ impl Cells {
         // the bytes exists (`bytes_mut` needs `&mut self`), so all access through it is
         // atomic.
         unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU8, self.len) }
+    }
+
+    /// The bytes as atomic 64-bit words, for the threads of a pass over a state kept in
+    /// words (the lean state's two bits a position). A state uses one of the two atomic
+    /// views only, never both: mixed-size atomic accesses to the same bytes are not allowed.
+    #[inline(always)]
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `ptr` is the start of an anonymous map, aligned to a page, more than a
+        // word needs; the `len / 8` whole words lie within the `len` live bytes (see
+        // `atomics`), and `AtomicU64` has the size of `u64`. While this shared borrow lives no `&mut [u8]` of the bytes exists, so
+        // all access through it is atomic.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU64, self.len / 8) }
     }
 
     /// The address of byte `i`, for a prefetch, which never faults and reads nothing: no

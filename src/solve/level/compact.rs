@@ -10,10 +10,18 @@ use std::sync::atomic::{
 
 use rayon::prelude::*;
 
-use super::backward::{Backward, Check, Message, Queues, Settle, NO_PIT};
-use super::state::{Encoding, BLOCK};
-use super::StateKind;
-use crate::game::rules::{for_each_stay_p, Board, MAX_PITS};
+use std::ops::Range;
+use std::path::Path;
+
+use super::backward::{
+    next_child, seed_cells, Backward, Buffers, Check, Queues, Settle, SettleCells, SettleChecks,
+    NO_PIT,
+};
+use super::state::{Encoding, State, BLOCK};
+use super::{StateKind, Values};
+use crate::db::checkpoint::CheckpointHeader;
+use crate::error::Result;
+use crate::game::rules::{Board, MAX_PITS};
 use crate::util::{prefetch, CHUNK};
 
 /// The most seeds a level built with the compact state may hold, 56: its byte holds the
@@ -97,7 +105,7 @@ impl Encoding for Compact {
     }
 }
 
-impl Settle for Compact {
+impl SettleCells for Compact {
     #[inline]
     fn settle(back: &Backward<Compact>, at: usize, seen: i8, v: i8) -> bool {
         // The byte of an unsettled position changes when it is settled, and (no exit) when
@@ -133,6 +141,43 @@ impl Settle for Compact {
             // Lost only if every in-level child is won by now.
             queue_check::<P>(back, i, -t, board(), NO_PIT, t, out);
         }
+    }
+}
+
+impl SettleChecks for Compact {
+    #[inline(always)]
+    fn won(back: &Backward<Compact>, at: u64) -> bool {
+        back.state.exit(at as usize).load(SeqCst) as i8 >= WON
+    }
+
+    #[inline]
+    fn lose_checked(back: &Backward<Compact>, at: u64, code: i8, t: i8) -> bool {
+        Self::settle(back, at as usize, code, -t)
+    }
+}
+
+impl Settle for Compact {
+    const STATE: StateKind = StateKind::Compact;
+    type Held = State<Compact>;
+
+    #[inline(always)]
+    fn held(state: &State<Compact>) -> u64 {
+        state.len() as u64
+    }
+
+    #[inline(always)]
+    fn prefetch(state: &State<Compact>, at: u64) {
+        prefetch(state.exit_addr(at as usize));
+    }
+
+    #[inline]
+    fn seed_range<const P: usize>(
+        back: &Backward<Compact>,
+        t: i8,
+        range: Range<u64>,
+        work: &mut Buffers,
+    ) -> u64 {
+        seed_cells::<Compact, P>(back, t, range, work)
     }
 
     #[inline]
@@ -191,8 +236,8 @@ impl Settle for Compact {
 
     #[inline]
     fn check<const P: usize>(back: &Backward<Compact>, c: &Check, t: i8, out: &mut Queues) {
-        if won(back, c.first) {
-            next_child::<P>(back, c, c.pit as usize + 1, t, out);
+        if Self::won(back, c.first - back.base) {
+            next_child::<Compact, P>(back, c, c.pit as usize + 1, t, out);
         }
     }
 
@@ -214,7 +259,22 @@ impl Settle for Compact {
             pit: 0,
             first: 0,
         };
-        next_child::<P>(back, &c, pit as usize, t, out);
+        next_child::<Compact, P>(back, &c, pit as usize, t, out);
+    }
+
+    #[inline]
+    fn lose(back: &Backward<Compact>, qi: u64, t: i8) -> bool {
+        let at = (qi - back.base) as usize;
+        let seen = back.state.exit(at).load(Relaxed) as i8;
+        Self::settle(back, at, seen, -t)
+    }
+
+    fn save(state: &mut State<Compact>, path: &Path, head: CheckpointHeader) -> Result<()> {
+        state.save(path, head)
+    }
+
+    fn into_values(state: State<Compact>) -> Values {
+        Values::Held(state.into_values())
     }
 }
 
@@ -227,12 +287,6 @@ fn final_byte(b: u8) -> u8 {
     } else {
         0
     }
-}
-
-/// Whether the child at index `ci` (held here) is settled and won for its side to move.
-#[inline(always)]
-fn won(back: &Backward<Compact>, ci: u64) -> bool {
-    back.state.exit((ci - back.base) as usize).load(SeqCst) as i8 >= WON
 }
 
 /// Position `qi`, unsettled with byte `code` and a best exit of at most `-t`, is lost at
@@ -258,62 +312,7 @@ fn queue_check<const P: usize>(
         pit: 0,
         first: 0,
     };
-    next_child::<P>(back, &check, 0, t, out);
-}
-
-/// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
-/// prefetched and queued on the checks for the batch after, so that no child's cache miss
-/// is waited for; when none is left, every child is won, and the position is lost at `t`
-/// and goes on the stack. Over ranks, a child held by another rank sends the check on to
-/// that rank, and a position lost there is told its holder.
-#[inline]
-fn next_child<const P: usize>(
-    back: &Backward<Compact>,
-    c: &Check,
-    from: usize,
-    t: i8,
-    out: &mut Queues,
-) {
-    let mut next = None;
-    for_each_stay_p::<P>(&c.board, back.rules, from, |o, child| {
-        if o as u8 == c.skip {
-            return true;
-        }
-        next = Some((o, back.index.rank_in_p::<P>(child, back.n)));
-        false
-    });
-    let held = back.state.len() as u64;
-    match next {
-        Some((pit, ci)) => {
-            let at = ci.wrapping_sub(back.base);
-            if at < held {
-                prefetch(back.state.exit_addr(at as usize));
-                out.checks.push(Check {
-                    pit: pit as u8,
-                    first: ci,
-                    ..*c
-                });
-            } else {
-                let m = Message::Check {
-                    qi: c.qi,
-                    pit: pit as u8,
-                    skip: c.skip,
-                };
-                back.remote.send(out.outbox, ci, m);
-            }
-        }
-        None => {
-            let at = c.qi.wrapping_sub(back.base);
-            if at < held {
-                if Compact::settle(back, at as usize, c.code, -t) {
-                    out.stack.push((c.qi, c.board, false));
-                }
-            } else {
-                back.remote
-                    .send(out.outbox, c.qi, Message::Lost { qi: c.qi });
-            }
-        }
-    }
+    next_child::<Compact, P>(back, &check, 0, t, out);
 }
 
 /// The seeds of threshold `t` among compact bytes, as [`Encoding::seeds`] gives them: a

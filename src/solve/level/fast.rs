@@ -1,16 +1,20 @@
 //! The fast state: two bytes per position side by side, a count byte and a value byte, so
 //! that a loss costs one update (the module above says why the two share a cache line).
 
+use std::ops::Range;
+use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use rayon::prelude::*;
 
-use super::backward::{Backward, Check, Queues, Settle};
-use super::state::{Encoding, BLOCK};
-use super::StateKind;
+use super::backward::{seed_cells, Backward, Buffers, Check, Queues, Settle, SettleCells};
+use super::state::{Encoding, State, BLOCK};
+use super::{StateKind, Values};
+use crate::db::checkpoint::CheckpointHeader;
+use crate::error::Result;
 use crate::game::rules::Board;
 use crate::game::scan::NO_EXIT;
-use crate::util::CHUNK;
+use crate::util::{prefetch, CHUNK};
 
 /// The count byte's mark of a settled position.
 const SETTLED: u8 = 0x80;
@@ -88,7 +92,7 @@ impl Encoding for Fast {
     }
 }
 
-impl Settle for Fast {
+impl SettleCells for Fast {
     #[inline]
     fn settle(back: &Backward<Fast>, at: usize, _seen: i8, v: i8) -> bool {
         settle_cells(back.state.cells(at), v)
@@ -109,6 +113,31 @@ impl Settle for Fast {
         if Self::settle(back, at, v, v) {
             out.stack.push((i, board(), won));
         }
+    }
+}
+
+impl Settle for Fast {
+    const STATE: StateKind = StateKind::Fast;
+    type Held = State<Fast>;
+
+    #[inline(always)]
+    fn held(state: &State<Fast>) -> u64 {
+        state.len() as u64
+    }
+
+    #[inline(always)]
+    fn prefetch(state: &State<Fast>, at: u64) {
+        prefetch(state.exit_addr(at as usize));
+    }
+
+    #[inline]
+    fn seed_range<const P: usize>(
+        back: &Backward<Fast>,
+        t: i8,
+        range: Range<u64>,
+        work: &mut Buffers,
+    ) -> u64 {
+        seed_cells::<Fast, P>(back, t, range, work)
     }
 
     #[inline]
@@ -168,6 +197,18 @@ impl Settle for Fast {
         _: &mut Queues,
     ) {
         unreachable!("the fast state counts moves and sends no check")
+    }
+
+    fn lose(_: &Backward<Fast>, _: u64, _: i8) -> bool {
+        unreachable!("the fast state counts moves and checks no loss")
+    }
+
+    fn save(state: &mut State<Fast>, path: &Path, head: CheckpointHeader) -> Result<()> {
+        state.save(path, head)
+    }
+
+    fn into_values(state: State<Fast>) -> Values {
+        Values::Held(state.into_values())
     }
 }
 

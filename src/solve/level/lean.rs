@@ -1,6 +1,7 @@
 //! The lean state (DESIGN.md section 5.6): a level solved with two bits of memory per
 //! position, what else the algorithm needs kept on disk and read or written in index
-//! order. Romein and Bal's way, with the thresholds of section 5.1:
+//! order. Romein and Bal's way, with the thresholds of section 5.1, on the one backward
+//! pass of every state (`backward.rs`, `rounds.rs`):
 //!
 //! - the forward pass writes each position's best exit `b` (section 5.1) to an exits file,
 //!   one byte per position in index order, and keeps nothing of it in memory: reading the
@@ -8,44 +9,45 @@
 //!   each a streamed forward pass into a compact state of the window alone
 //!   ([`exits_stream`]);
 //! - a position is *unsettled* (`b` above `-t`: it cannot be lost at this threshold),
-//!   *open to a loss* (unsettled and `b <= -t`), *won* or *lost*, in two bits: the
-//!   threshold it was settled at is not kept, since thresholds come in order;
-//! - each threshold `t` is a pass: one scan of the exits file in index order opens the
-//!   positions with `b == -t` to a loss and seeds the wins (`b == t`) and the losses (open,
-//!   with every in-level child won); a settled position's predecessors are updated as in
-//!   section 5.1, but with no counter: a predecessor open to a loss whose child was just
-//!   won has its in-level children generated again, and is lost if every one is won;
-//! - after the pass, the positions settled in it are merged into a values file (one byte
-//!   per position, 0 while unsettled: a settled value is never 0), in index order, the
-//!   chunks where something was settled only. What is never settled is a draw;
-//! - between passes the two files are a checkpoint ([`LeanSaves`]): the two bits are
-//!   rebuilt from them, at the threshold the checkpoint names.
+//!   *open to a loss* (unsettled and `b <= -t`, or no exit), *won* or *lost*, in two bits:
+//!   the threshold it was settled at is not kept, since thresholds come in order;
+//! - at threshold `t` a segment's seeds are found by reading its chunks of the exits
+//!   file: the wins (`b == t`) are settled, the positions with `b == -t` opened to a loss
+//!   and checked; a settled position's predecessors are updated as the compact state's
+//!   are, but with no counter: a predecessor open to a loss whose child was just won has
+//!   its other in-level children read again, one a batch, and is lost if every one is won;
+//! - at a threshold's end, the positions settled in it are merged into a values file (one
+//!   byte per position, 0 while unsettled: a settled value is never 0), in index order,
+//!   the chunks where something was settled only. What is never settled is a draw;
+//! - a checkpoint ([`Lean`]'s save) is the two bits, with the files synced and their
+//!   checksum: between thresholds and inside one at a segment's end, as the other states'.
 
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::atomic::{
     AtomicBool, AtomicU64,
     Ordering::{Relaxed, SeqCst},
 };
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::backward::{merge_outboxes, Message, Remote, NO_PIT};
+use super::backward::{next_child, Backward, Buffers, Check, Queues, Settle, SettleChecks, NO_PIT};
+use super::cells::Cells;
 use super::forward::{forward_stream, Window};
-use super::message;
-use super::rounds::{NoSaves, Owners, Partition, SEGMENT};
-use super::state::{exit_and_stay, Encoding};
-use super::{byte_state, lean_windows, Compact, Fast, PhaseTimes, StateKind};
+use super::rounds::Partition;
+use super::state::{exit_and_stay, threshold_bit, Encoding};
+use super::{byte_state, lean_windows, Compact, Fast, StateKind, Values};
+use crate::db::checkpoint::{lean_checksum, write_checkpoint, Checkpoint, CheckpointHeader};
 use crate::db::layout::largest_slice;
 use crate::error::{Error, Result};
-use crate::game::index::{Index, RankBase};
-use crate::game::pits::with_pits;
-use crate::game::rules::{for_each_stay_p, for_each_unmove_near_p, Board, Rules};
+use crate::game::index::Index;
+use crate::game::rules::{Board, Rules};
 use crate::game::scan::{scan_exits, LowerValues, Stream, NO_EXIT};
-use crate::solve::comm::{together, Comm};
-use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
+use crate::solve::comm::Comm;
+use crate::util::{LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
 const OPEN_NOT: u64 = 0;
@@ -56,49 +58,47 @@ const WON: u64 = 2;
 /// Settled, lost for its side to move.
 const LOST: u64 = 3;
 
-/// A stack of settled positions this long is split with another thread, so that one long
-/// cascade does not idle the others (as the fast state's, DESIGN.md section 5.2).
-const SPLIT_AT: usize = 1 << 12;
-
 /// Positions per word of the state (`StateKind::bytes` counts such words).
 const PER_WORD: u64 = 32;
 
-/// Two bits per position, in words of 32 positions, updated atomically.
+/// Exits scanned at once when a threshold seeds: most such blocks hold no exit of `t` or
+/// `-t`, and are passed over in vector compares.
+const BLOCK: usize = 64;
+
+/// Two bits per position, in words of 32 positions updated atomically, in anonymous
+/// memory asked for huge pages ([`Cells`], viewed as words only).
 struct Bits {
-    words: Box<[AtomicU64]>,
+    cells: Cells,
     /// Positions held.
     len: u64,
 }
 
 impl Bits {
-    fn new(len: u64) -> Bits {
-        Bits {
-            words: (0..len.div_ceil(PER_WORD))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+    fn new(len: u64) -> std::io::Result<Bits> {
+        Ok(Bits {
+            cells: Cells::zeroed(len.div_ceil(PER_WORD) as usize * 8)?,
             len,
-        }
+        })
+    }
+
+    #[inline(always)]
+    fn word(&self, i: u64) -> &AtomicU64 {
+        &self.cells.words()[(i / PER_WORD) as usize]
     }
 
     /// The state of position `i`. Sequentially consistent, as are the changes: of two
     /// threads that each settle a child of one position and then read its other children,
     /// at least one sees both settled.
-    #[inline]
+    #[inline(always)]
     fn get(&self, i: u64) -> u64 {
-        (self.words[(i / PER_WORD) as usize].load(SeqCst) >> (2 * (i % PER_WORD))) & 3
-    }
-
-    /// A hint that position `i`'s state will be read soon.
-    #[inline]
-    fn prefetch(&self, i: u64) {
-        prefetch(&self.words[(i / PER_WORD) as usize]);
+        (self.word(i).load(SeqCst) >> (2 * (i % PER_WORD))) & 3
     }
 
     /// Sets position `i` to `to` if its state is one `from` accepts; whether it did.
-    #[inline]
+    #[inline(always)]
     fn change(&self, i: u64, from: impl Fn(u64) -> bool, to: u64) -> bool {
         let shift = 2 * (i % PER_WORD);
-        self.words[(i / PER_WORD) as usize]
+        self.word(i)
             .fetch_update(SeqCst, SeqCst, |w| {
                 from((w >> shift) & 3).then_some((w & !(3 << shift)) | (to << shift))
             })
@@ -199,547 +199,368 @@ pub(crate) struct LeanFiles {
     pub(crate) values: File,
 }
 
-/// Where the lean state is saved, and when.
-pub(crate) trait LeanSaves {
-    /// Whether a checkpoint is due now.
-    fn due(&mut self) -> bool;
-    /// Saves a checkpoint of `files` once every threshold above `next` is done (their
-    /// writes finished), `times` the passes' times so far.
-    fn save(&mut self, files: &LeanFiles, next: u8, times: PhaseTimes);
+/// The lean state as the backward pass holds it: the two bits of the positions held, a
+/// flag per chunk of them settled in the threshold running, and the two files.
+pub(crate) struct LeanState {
+    bits: Bits,
+    /// Per chunk of [`CHUNK`] positions: whether one was settled since the last merge.
+    dirty: Box<[AtomicBool]>,
+    files: LeanFiles,
+    /// The level.
+    n: usize,
+    /// The first error of a read of the exits file in the passes' threads, said at the
+    /// end of the rounds.
+    failed: Mutex<Option<Error>>,
 }
 
-impl LeanSaves for NoSaves {
-    fn due(&mut self) -> bool {
-        false
+impl LeanState {
+    /// The state after the forward pass wrote `files.exits` (of `held` positions, the
+    /// values file zeroed): open to a loss what has no exit, before any threshold's
+    /// cascade may reach it. With the thresholds at which some position held may seed
+    /// (those of its exits).
+    pub(crate) fn fresh(files: LeanFiles, n: usize, held: u64) -> Result<(LeanState, u64)> {
+        let state = LeanState::new(files, n, held)?;
+        let present = (0..held.div_ceil(CHUNK))
+            .into_par_iter()
+            .map_init(Vec::new, |b: &mut Vec<u8>, c| {
+                let first = c * CHUNK;
+                state.read_exits(b, first..(first + CHUNK).min(held))?;
+                let mut present = 0;
+                for (j, &b) in b.iter().enumerate() {
+                    let b = b as i8;
+                    if b == NO_EXIT {
+                        state.bits.change(first + j as u64, |_| true, OPEN);
+                    } else if b != 0 {
+                        present |= threshold_bit(b);
+                    }
+                }
+                Ok(present)
+            })
+            .try_reduce(|| 0, |a, b| Ok(a | b))?;
+        Ok((state, present))
     }
 
-    fn save(&mut self, _: &LeanFiles, _: u8, _: PhaseTimes) {}
-}
-
-/// Solves `part`'s slice of its level with the lean state in `files` (each one byte a
-/// position of the slice): from its start (`resumed` `None`: `forward` writes the best
-/// exits to the exits file, with [`exits_random`] or [`exits_stream`]), or from a
-/// checkpoint once every threshold above `next` is done (`resumed` is `next` and the times
-/// so far: the files are as they were then, but for values of thresholds `next` and below,
-/// which are cleared). `saves` says when a checkpoint is due between passes. Over ranks
-/// each threshold goes in rounds, as the other states' (`rounds.rs`): what a pass settles
-/// or checks of another rank's position is sent to it at the round's end. Returns the time
-/// of the two passes; the values file then holds the slice's values. Collective over the
-/// partition's ranks: an error on one stops all.
-pub(crate) fn solve_lean<M: Comm>(
-    part: &Partition<M>,
-    files: &LeanFiles,
-    resumed: Option<(u8, PhaseTimes)>,
-    forward: impl FnOnce(&File) -> Result<()>,
-    saves: &mut dyn LeanSaves,
-) -> Result<PhaseTimes> {
-    let (comm, n) = (part.comm, part.n);
-    let base = part.mine.start;
-    let held = part.mine.end - base;
-    let LeanFiles { exits, values } = files;
-    let io = |what: &str, e| file_error(n, what, e);
-    let fresh = resumed.is_none();
-    let (next, mut times) = match resumed {
-        Some((next, times)) => (next, times),
-        None => {
-            let start = Instant::now();
-            let made = (|| {
-                for (file, what) in [(values, "values"), (exits, "exits")] {
-                    // Zeros, whatever a file named so held before.
-                    file.set_len(0).map_err(|e| io(what, e))?;
-                    file.set_len(held).map_err(|e| io(what, e))?;
-                }
-                forward(exits)
-            })();
-            together(comm, made, "could not make their exits files")?;
-            let times = PhaseTimes {
-                forward: start.elapsed(),
-                backward: Duration::ZERO,
-            };
-            if saves.due() {
-                saves.save(files, n as u8, times);
-            }
-            (n as u8, times)
+    /// The state `checkpoint` holds (at threshold `head.next`, its first `head.segment`
+    /// segments done), with its `files`: their checksum checked against the checkpoint's,
+    /// the values of thresholds `next` and below (written by a pass after the checkpoint,
+    /// which runs again) cleared, and every chunk where a position settled at `next` is
+    /// not in the values file yet marked for the threshold's merge.
+    pub(crate) fn load(checkpoint: Checkpoint, files: LeanFiles) -> Result<LeanState> {
+        let head = checkpoint.head;
+        let path = checkpoint.path().to_path_buf();
+        let mut state = LeanState::new(files, head.seeds, head.held)?;
+        let mut sum = [0u8; 8];
+        checkpoint.read(&mut [], &mut [state.bits.cells.bytes_mut(), &mut sum])?;
+        let files = &state.files;
+        let got = lean_checksum(&files.exits, &files.values, head.held, head.next)
+            .map_err(|e| Error::io(&path, e))?;
+        let want = u64::from_le_bytes(sum);
+        if got != want {
+            return Err(Error::format(
+                &path,
+                format!(
+                    "the lean state's files are damaged (checksum {got:016x}, the checkpoint \
+                     says {want:016x})"
+                ),
+            ));
         }
-    };
-    let start = Instant::now();
-    let state = Bits::new(held);
-    let chunks = held.div_ceil(CHUNK);
-    let read_exits = |buf: &mut Vec<u8>, c: u64| {
-        let first = c * CHUNK;
-        buf.resize(CHUNK.min(held - first) as usize, 0u8);
-        exits.read_exact_at(buf, first).map_err(|e| io("exits", e))
-    };
-    // The state at `next`: the values above it won or lost, and open to a loss what has
-    // no exit or one below `-next` (opened by a threshold done); values of `next` and
-    // below, left by a pass stopped after the checkpoint, cleared (that pass runs again
-    // and settles them again). From the start, `next` is `n`, and only the positions with
-    // no exit are open: before any threshold's cascade may reach them.
-    let rebuilt = (0..chunks).into_par_iter().try_for_each_init(
-        || (Vec::new(), Vec::new()),
-        |(b, v): &mut (Vec<u8>, Vec<u8>), c| {
-            read_exits(b, c)?;
-            let first = c * CHUNK;
-            if fresh {
-                // The values file was just emptied: no read.
-                v.clear();
-                v.resize(b.len(), 0);
-            } else {
-                v.resize(b.len(), 0);
+        let next = head.next;
+        let (held, values) = (head.held, &state.files.values);
+        (0..held.div_ceil(CHUNK))
+            .into_par_iter()
+            .try_for_each_init(Vec::new, |v: &mut Vec<u8>, c| {
+                let first = c * CHUNK;
+                v.resize(CHUNK.min(held - first) as usize, 0);
                 values
                     .read_exact_at(v, first)
-                    .map_err(|e| io("values", e))?;
-            }
-            let mut stale = false;
-            for (j, (&b, v)) in b.iter().zip(v.iter_mut()).enumerate() {
-                let (b, x) = (b as i8, *v as i8);
-                let s = if x.unsigned_abs() > next {
-                    if x > 0 {
-                        WON
-                    } else {
-                        LOST
+                    .map_err(|e| state.io("values", e))?;
+                let (mut stale, mut dirty) = (false, false);
+                for (j, x) in v.iter_mut().enumerate() {
+                    if (*x as i8).unsigned_abs() <= next {
+                        stale |= *x != 0;
+                        *x = 0;
+                        dirty |= !unsettled(state.bits.get(first + j as u64));
                     }
-                } else {
-                    stale |= x != 0;
-                    *v = 0;
-                    if b < -(next as i8) {
-                        OPEN
-                    } else {
-                        OPEN_NOT
-                    }
-                };
-                if s != OPEN_NOT {
-                    state.change(first + j as u64, |_| true, s);
                 }
-            }
-            if stale {
-                values.write_all_at(v, first).map_err(|e| io("values", e))?;
-            }
-            Ok::<(), Error>(())
-        },
-    );
-    together(comm, rebuilt, "could not read their lean state's files")?;
-    let dirty: Vec<AtomicBool> = (0..chunks).map(|_| AtomicBool::new(false)).collect();
-    let size = part.index.level_size(n);
-    let remote = Owners {
-        size,
-        ranks: comm.size(),
-    };
-    let pass = Pass {
-        rules: part.rules,
-        index: part.index,
-        n,
-        state: &state,
-        dirty: &dirty,
-        base,
-        remote: &remote,
-    };
-    for t in (1..=next as i8).rev() {
-        threshold(part, &pass, t, &read_exits)?;
-        // The positions settled at `t` into the values file.
-        let merged = (0..chunks)
-            .into_par_iter()
-            .try_for_each_init(Vec::new, |buf, c| {
-                if !dirty[c as usize].swap(false, SeqCst) {
+                state.dirty[c as usize].store(dirty, Relaxed);
+                if stale {
+                    values
+                        .write_all_at(v, first)
+                        .map_err(|e| state.io("values", e))?;
+                }
+                Ok(())
+            })?;
+        Ok(state)
+    }
+
+    fn new(files: LeanFiles, n: usize, held: u64) -> Result<LeanState> {
+        let bits = Bits::new(held).map_err(|e| {
+            Error::Resources(format!("cannot allocate the lean state of level {n}: {e}"))
+        })?;
+        Ok(LeanState {
+            bits,
+            dirty: (0..held.div_ceil(CHUNK))
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+            files,
+            n,
+            failed: Mutex::new(None),
+        })
+    }
+
+    /// An error of the `what` file.
+    fn io(&self, what: &str, e: std::io::Error) -> Error {
+        file_error(self.n, what, e)
+    }
+
+    /// Reads the exits of the positions `at` (held here) into `buf`.
+    fn read_exits(&self, buf: &mut Vec<u8>, at: Range<u64>) -> Result<()> {
+        buf.resize((at.end - at.start) as usize, 0);
+        self.files
+            .exits
+            .read_exact_at(buf, at.start)
+            .map_err(|e| self.io("exits", e))
+    }
+
+    /// Settles position `at` as `to` (won or lost) if it is unsettled (and, to lose it,
+    /// open to a loss); whether this call did.
+    #[inline]
+    fn settle(&self, at: u64, to: u64) -> bool {
+        let from = |s: u64| if to == WON { unsettled(s) } else { s == OPEN };
+        let done = self.bits.change(at, from, to);
+        if done {
+            self.dirty[(at / CHUNK) as usize].store(true, Relaxed);
+        }
+        done
+    }
+
+    /// The positions settled at `t` since the last merge into the values file: `t` for
+    /// won, `-t` for lost, where it holds 0, in the chunks flagged.
+    fn merge(&mut self, t: i8) -> Result<()> {
+        let (held, state) = (self.bits.len, &*self);
+        (0..held.div_ceil(CHUNK)).into_par_iter().try_for_each_init(
+            Vec::new,
+            |buf: &mut Vec<u8>, c| {
+                if !state.dirty[c as usize].swap(false, Relaxed) {
                     return Ok(());
                 }
                 let first = c * CHUNK;
+                let values = &state.files.values;
                 buf.resize(CHUNK.min(held - first) as usize, 0u8);
                 values
                     .read_exact_at(buf, first)
-                    .map_err(|e| io("values", e))?;
+                    .map_err(|e| state.io("values", e))?;
                 for (j, v) in buf.iter_mut().enumerate() {
                     if *v == 0 {
-                        match state.get(first + j as u64) {
+                        match state.bits.get(first + j as u64) {
                             WON => *v = t as u8,
                             LOST => *v = (-t) as u8,
                             _ => {}
                         }
                     }
                 }
-                values.write_all_at(buf, first).map_err(|e| io("values", e))
-            });
-        together(comm, merged, "could not write their values files")?;
-        if t > 1 && saves.due() {
-            let so_far = PhaseTimes {
-                backward: times.backward + start.elapsed(),
-                ..times
-            };
-            saves.save(files, t as u8 - 1, so_far);
-        }
-    }
-    times.backward += start.elapsed();
-    Ok(times)
-}
-
-/// Threshold `t` over `part`'s slice, in rounds until no rank has anything left to send
-/// (as `rounds.rs` runs the other states'): in each, every rank scans the next chunks of
-/// its exits file (`read_exits` reads chunk `c`) and settles what follows among its own
-/// positions; what concerns another rank's goes out at the round's end, and is applied
-/// there. Over ranks a round scans one segment's chunks, which bounds what it sends; a
-/// process alone scans them all in one round and sends nothing.
-fn threshold<M: Comm>(
-    part: &Partition<M>,
-    pass: &Pass,
-    t: i8,
-    read_exits: &(dyn Fn(&mut Vec<u8>, u64) -> Result<()> + Sync),
-) -> Result<()> {
-    let (comm, progress, base) = (part.comm, part.progress, part.mine.start);
-    let ranks = comm.size();
-    let held = part.mine.end - base;
-    let chunks = held.div_ceil(CHUNK);
-    // Every rank knows the largest slice, so all run the same rounds.
-    let most = largest_slice(part.index.level_size(part.n), ranks).div_ceil(CHUNK);
-    let per_round = if ranks == 1 {
-        most.max(1)
-    } else {
-        SEGMENT.div_ceil(CHUNK)
-    };
-    let rounds = most.div_ceil(per_round);
-    let sink: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-    let flush = |work: &mut Work| {
-        if work.outbox.iter().any(|b| !b.is_empty()) {
-            merge_outboxes(&mut sink.lock().unwrap(), std::mem::take(&mut work.outbox));
-        }
-    };
-    let mut k = 0;
-    loop {
-        if k < rounds {
-            let scan = (k * per_round).min(chunks)..((k + 1) * per_round).min(chunks);
-            // Open, seed and settle, a chunk of the exits file at a time.
-            let seeded = scan.into_par_iter().try_for_each_init(
-                || (Vec::new(), Work::default()),
-                |(buf, work), c| {
-                    read_exits(buf, c)?;
-                    progress.inc(pass.seed(buf, base + c * CHUNK, t, work));
-                    flush(work);
-                    Ok::<(), Error>(())
-                },
-            );
-            together(comm, seeded, "could not read their exits files")?;
-            k += 1;
-        }
-        let mut outbox = std::mem::take(&mut *sink.lock().unwrap());
-        outbox.resize(ranks, Vec::new());
-        let sent: u64 = outbox.iter().map(|b| b.len() as u64 / 8).sum();
-        if comm.sum(sent) == 0 {
-            // Nothing in flight anywhere.
-            if k >= rounds {
-                return Ok(());
-            }
-            continue;
-        }
-        let got = comm.exchange(outbox);
-        // Every part is whole 8-byte messages, so the buffer cuts anywhere on 8 bytes.
-        got.bytes().par_chunks(8 * CHUNK as usize).for_each_init(
-            Work::default,
-            |work, messages| {
-                progress.inc(pass.apply(messages, work));
-                flush(work);
+                values
+                    .write_all_at(buf, first)
+                    .map_err(|e| state.io("values", e))
             },
-        );
+        )
     }
 }
 
-/// One threshold's pass over the lean state of the positions `base..` of the level (the
-/// whole level in one process, a rank's slice over ranks).
-struct Pass<'a> {
-    rules: Rules,
-    index: &'a Index,
-    n: usize,
-    /// The two bits of the positions held here, from `base` on.
-    state: &'a Bits,
-    /// Per chunk: whether a position of it was settled in this pass.
-    dirty: &'a [AtomicBool],
-    /// The first index held here.
-    base: u64,
-    /// Where what concerns another rank's position goes.
-    remote: &'a dyn Remote,
-}
+/// The lean state (DESIGN.md section 5.6) in the one backward pass.
+#[derive(Debug)]
+pub(crate) enum Lean {}
 
-/// A thread's buffers for a pass: the settled positions whose predecessors are to be
-/// updated, the positions to check for a loss, and the messages for other ranks.
-#[derive(Default)]
-struct Work {
-    /// Settled positions, `true` when won.
-    stack: Vec<(Board, bool)>,
-    /// Positions open to a loss to check.
-    checks: Vec<Check>,
-    /// The checks of the next round.
-    next: Vec<Check>,
-    /// Messages for other ranks, per rank (empty in a single process).
-    outbox: Vec<Vec<u8>>,
-}
-
-/// A position open to a loss whose in-level children are being read, one a round: lost
-/// if every one is won. Over ranks the position may be another rank's, which asked for
-/// the children held here.
-#[derive(Clone, Copy)]
-struct Check {
-    i: u64,
-    board: Board,
-    /// The pit of the next child to read.
-    from: u8,
-    /// The child read this round (its state word prefetched).
-    child: u64,
-}
-
-impl Check {
-    fn new(i: u64, board: Board, from: u8) -> Check {
-        Check {
-            i,
+impl Lean {
+    /// Starts a check of position `qi` (held here, or another rank's asking for its
+    /// children held here from pit `from` on), the child by `skip` known won.
+    #[inline]
+    fn check_from<const P: usize>(
+        back: &Backward<Lean>,
+        qi: u64,
+        board: Board,
+        skip: u8,
+        from: usize,
+        t: i8,
+        out: &mut Queues,
+    ) {
+        let c = Check {
+            qi,
+            // The lean state keeps no byte to compare.
+            code: 0,
             board,
-            from,
-            child: u64::MAX,
-        }
+            skip,
+            pit: 0,
+            first: 0,
+        };
+        next_child::<Lean, P>(back, &c, from, t, out);
     }
 }
 
-impl Pass<'_> {
-    /// Where position `i` of the level is in the state, if it is held here.
-    #[inline]
-    fn at(&self, i: u64) -> Option<u64> {
-        let at = i.wrapping_sub(self.base);
-        (at < self.state.len).then_some(at)
+impl Settle for Lean {
+    const STATE: StateKind = StateKind::Lean;
+    type Held = LeanState;
+
+    #[inline(always)]
+    fn held(state: &LeanState) -> u64 {
+        state.bits.len
     }
 
-    /// The state of position `i`, held here.
-    #[inline]
-    fn get(&self, i: u64) -> u64 {
-        self.state.get(i - self.base)
+    #[inline(always)]
+    fn prefetch(state: &LeanState, at: u64) {
+        crate::util::prefetch(state.bits.word(at));
     }
 
-    /// Scans one chunk of the exits file (`exits`, from position `first`) at threshold
-    /// `t`: seeds its wins (`b == t`), opens its positions with `b == -t` to a loss and
-    /// checks them, and settles what follows. Returns the positions it settled.
-    fn seed(&self, exits: &[u8], first: u64, t: i8, work: &mut Work) -> u64 {
-        with_pits!(self.index.pits_per_side(), P => self.seed_p::<P>(exits, first, t, work))
-    }
-
-    /// [`Pass::seed`] with the pits per side known at compile time.
-    fn seed_p<const P: usize>(&self, exits: &[u8], first: u64, t: i8, work: &mut Work) -> u64 {
-        let (index, n) = (self.index, self.n);
+    /// Reads the range's chunk of the exits file: its wins (`b == t`) are settled, its
+    /// positions with `b == -t` opened to a loss and checked, a batch at a time.
+    fn seed_range<const P: usize>(
+        back: &Backward<Lean>,
+        t: i8,
+        range: Range<u64>,
+        work: &mut Buffers,
+    ) -> u64 {
+        let state = back.state;
+        let at0 = range.start - back.base;
+        let mut exits = std::mem::take(&mut work.exits);
+        if let Err(e) = state.read_exits(&mut exits, at0..range.end - back.base) {
+            state.failed.lock().unwrap().get_or_insert(e);
+            work.exits = exits;
+            return 0;
+        }
         let mut settled = 0;
-        // Most blocks hold no exit of `t` or `-t`: they are passed over in vector compares.
-        const BLOCK: usize = 64;
+        // Seeds come in index order: each is unranked from the one before.
+        let mut cursor = back.index.cursor(back.n);
         for (k, block) in exits.chunks(BLOCK).enumerate() {
-            if !block
+            let any = block
                 .iter()
-                .fold(false, |any, &b| any | (b as i8 == t) | (b as i8 == -t))
-            {
+                .fold(false, |any, &b| any | (b as i8 == t) | (b as i8 == -t));
+            if !any {
                 continue;
             }
             for (j, &b) in block.iter().enumerate() {
-                let (i, b) = (first + (k * BLOCK + j) as u64, b as i8);
-                if b == t && self.settle(i, WON) {
-                    work.stack.push((index.unrank(n, i), true));
-                    settled += 1;
-                } else if b == -t {
-                    self.state.change(i - self.base, |s| s == OPEN_NOT, OPEN);
-                    work.checks.push(Check::new(i, index.unrank(n, i), 0));
+                let b = b as i8;
+                if b != t && b != -t {
+                    continue;
                 }
-            }
-            if work.checks.len() >= BATCH {
-                settled += self.check_p::<P>(work);
-            }
-            if !work.stack.is_empty() {
-                settled += self.drain_p::<P>(work);
+                let at = at0 + (k * BLOCK + j) as u64;
+                let i = back.base + at;
+                if b == t {
+                    if state.settle(at, WON) {
+                        let board = *back.index.seek_p::<P>(&mut cursor, i);
+                        work.stack.push((i, board, true));
+                    }
+                } else {
+                    state.bits.change(at, |s| s == OPEN_NOT, OPEN);
+                    if state.bits.get(at) == OPEN {
+                        let board = *back.index.seek_p::<P>(&mut cursor, i);
+                        Lean::check_from::<P>(back, i, board, NO_PIT, 0, t, &mut work.queues());
+                    }
+                }
+                // Seeds are gathered into a batch before their predecessors are
+                // generated, as the other states' are.
+                if work.stack.len() >= BATCH || work.checks_ahead.len() >= BATCH {
+                    settled += back.drain_p::<P>(t, work);
+                }
             }
         }
-        settled += self.check_p::<P>(work);
-        settled + self.drain_p::<P>(work)
+        work.exits = exits;
+        settled + back.drain_p::<P>(t, work)
     }
 
-    /// Takes in the messages other ranks sent (words of [`message`]) about positions held
-    /// here, and settles what follows, a batch at a time (the state words of a batch's
-    /// positions prefetched before any is read). Returns the positions it settled.
-    fn apply(&self, messages: &[u8], work: &mut Work) -> u64 {
-        with_pits!(self.index.pits_per_side(), P => self.apply_p::<P>(messages, work))
-    }
-
-    /// [`Pass::apply`] with the pits per side known at compile time.
-    fn apply_p<const P: usize>(&self, messages: &[u8], work: &mut Work) -> u64 {
-        let (index, n) = (self.index, self.n);
-        let mut settled = 0;
-        for batch in messages.chunks(8 * BATCH) {
-            for m in message::words(batch).map(message::decode) {
-                if let Message::Settled { qi, .. } | Message::Lost { qi } = m {
-                    self.state.prefetch(qi - self.base);
-                }
+    #[inline]
+    fn update<const P: usize>(
+        back: &Backward<Lean>,
+        qi: u64,
+        board: impl FnOnce() -> Board,
+        won: bool,
+        o: u8,
+        t: i8,
+        out: &mut Queues,
+    ) {
+        let state = back.state;
+        let at = qi - back.base;
+        let s = state.bits.get(at);
+        if !won {
+            // The child is lost for its side to move: q wins by moving there.
+            if unsettled(s) && state.settle(at, WON) {
+                out.stack.push((qi, board(), true));
             }
-            for m in message::words(batch).map(message::decode) {
-                match m {
-                    // A child of `qi` settled on another rank: as a predecessor here.
-                    Message::Settled { qi, won: false } => {
-                        if self.settle(qi, WON) {
-                            work.stack.push((index.unrank(n, qi), true));
-                            settled += 1;
-                        }
-                    }
-                    Message::Settled { qi, won: true } => {
-                        if self.get(qi) == OPEN {
-                            work.checks.push(Check::new(qi, index.unrank(n, qi), 0));
-                        }
-                    }
-                    // A check of `qi` found every child won.
-                    Message::Lost { qi } => {
-                        if self.settle(qi, LOST) {
-                            work.stack.push((index.unrank(n, qi), false));
-                            settled += 1;
-                        }
-                    }
-                    // A check of another rank's `qi`, going on at its child by `pit`.
-                    Message::Check { qi, pit, .. } => {
-                        work.checks.push(Check::new(qi, index.unrank(n, qi), pit));
-                    }
-                }
-            }
-            settled += self.check_p::<P>(work);
-            settled += self.drain_p::<P>(work);
+        } else if s == OPEN {
+            // The child is won (>= t): q is lost if every other in-level child is too.
+            Lean::check_from::<P>(back, qi, board(), o, 0, t, out);
         }
-        settled
     }
 
-    /// Settles lost the positions of `work.checks` still open to a loss whose in-level
-    /// children are all won, onto `work.stack`, and empties the checks. As the compact
-    /// state's checks (DESIGN.md section 5.2), in rounds: each check's next child is ranked
-    /// and prefetched, then, once every check has its own, the children are read; a check
-    /// whose child is won goes on to the next round, one with no child left is lost. So the
-    /// cache misses of a round overlap, and a check stops at its first child not won.
-    /// Over ranks a check whose next child is another rank's goes on there (a message), and
-    /// one of another rank's position that finds no child left tells it it is lost.
-    /// Returns the positions it settled.
-    fn check_p<const P: usize>(&self, work: &mut Work) -> u64 {
-        let (index, n) = (self.index, self.n);
-        let Work {
-            stack,
-            checks,
-            next,
-            outbox,
-        } = work;
-        checks.retain(|c| self.at(c.i).is_none() || self.get(c.i) == OPEN);
-        let mut settled = 0;
-        while !checks.is_empty() {
-            next.clear();
-            for c in checks.iter() {
-                let mut found = None;
-                for_each_stay_p::<P>(&c.board, self.rules, c.from as usize, |o, child| {
-                    found = Some((o as u8, index.rank_in_p::<P>(child, n)));
-                    false
-                });
-                match found {
-                    Some((o, ci)) => match self.at(ci) {
-                        Some(at) => {
-                            self.state.prefetch(at);
-                            next.push(Check {
-                                from: o + 1,
-                                child: ci,
-                                ..*c
-                            });
-                        }
-                        None => {
-                            let m = Message::Check {
-                                qi: c.i,
-                                pit: o,
-                                skip: NO_PIT,
-                            };
-                            self.remote.send(outbox, ci, m);
-                        }
-                    },
-                    None if self.at(c.i).is_some() => {
-                        if self.settle(c.i, LOST) {
-                            stack.push((c.board, false));
-                            settled += 1;
-                        }
-                    }
-                    None => self.remote.send(outbox, c.i, Message::Lost { qi: c.i }),
-                }
-            }
-            checks.clear();
-            checks.extend(next.iter().filter(|c| self.get(c.child) == WON));
+    #[inline]
+    fn check<const P: usize>(back: &Backward<Lean>, c: &Check, t: i8, out: &mut Queues) {
+        if Self::won(back, c.first - back.base) {
+            next_child::<Lean, P>(back, c, c.pit as usize + 1, t, out);
         }
-        settled
     }
 
-    /// Settles position `i` (held here) as `to` (won or lost) if it is unsettled (and, to
-    /// lose it, open to a loss); whether this call did.
-    fn settle(&self, i: u64, to: u64) -> bool {
-        let from = |s: u64| if to == WON { unsettled(s) } else { s == OPEN };
-        let at = i - self.base;
-        let done = self.state.change(at, from, to);
+    fn continue_check<const P: usize>(
+        back: &Backward<Lean>,
+        qi: u64,
+        board: Board,
+        pit: u8,
+        skip: u8,
+        t: i8,
+        out: &mut Queues,
+    ) {
+        Lean::check_from::<P>(back, qi, board, skip, pit as usize, t, out);
+    }
+
+    #[inline]
+    fn lose(back: &Backward<Lean>, qi: u64, _t: i8) -> bool {
+        back.state.settle(qi - back.base, LOST)
+    }
+
+    fn after(state: &mut LeanState, t: i8, done: bool) -> Result<()> {
+        if let Some(e) = state.failed.lock().unwrap().take() {
+            return Err(e);
+        }
         if done {
-            self.dirty[(at / CHUNK) as usize].store(true, SeqCst);
+            state.merge(t)?;
         }
-        done
+        Ok(())
     }
 
-    /// Settles what the positions on `work.stack` (settled, `true` when won) lead to,
-    /// until none is left: a lost position's unsettled predecessors are won; a won
-    /// position's predecessors open to a loss are checked ([`Pass::check_p`]), and lost if
-    /// every in-level child of theirs is won. Predecessors ranked near the board they are
-    /// un-sown from, as the fast state's are (DESIGN.md section 5.2), and a long cascade
-    /// split with another thread; a predecessor another rank holds is told of its child by
-    /// a message. Returns the positions it settled.
-    fn drain_p<const P: usize>(&self, work: &mut Work) -> u64 {
-        let (index, n) = (self.index, self.n);
-        let made = &mut RankBase::default();
-        let mut settled = 0;
-        // The predecessors of a batch of settled positions, their state words prefetched,
-        // updated once the whole batch is generated: a random read of the state is a cache
-        // miss, and a batch's work overlaps them.
-        let mut preds: Vec<(u64, Board, bool)> = Vec::new();
-        while !work.stack.is_empty() {
-            if work.stack.len() >= SPLIT_AT {
-                let mut half = Work {
-                    stack: work.stack.split_off(work.stack.len() / 2),
-                    ..Work::default()
-                };
-                let (a, b) =
-                    rayon::join(|| self.drain_p::<P>(&mut half), || self.drain_p::<P>(work));
-                merge_outboxes(&mut work.outbox, half.outbox);
-                return settled + a + b;
-            }
-            preds.clear();
-            for _ in 0..work.stack.len().min(BATCH) {
-                let (board, won) = work.stack.pop().unwrap();
-                let base_of = |base: &Board, opp_empty: u64, out: &mut RankBase| {
-                    index.rank_base_p::<P>(base, opp_empty, n, out)
-                };
-                for_each_unmove_near_p::<P, _>(
-                    &board,
-                    self.rules,
-                    made,
-                    base_of,
-                    |q, stored, top, low, near, _| {
-                        if stored {
-                            let qi = index.rank_pred_p::<P>(near, q, top, low);
-                            match self.at(qi) {
-                                Some(at) => {
-                                    self.state.prefetch(at);
-                                    preds.push((qi, *q, won));
-                                }
-                                None => {
-                                    let m = Message::Settled { qi, won };
-                                    self.remote.send(&mut work.outbox, qi, m);
-                                }
-                            }
-                        }
-                    },
-                );
-            }
-            for &(qi, q, won) in &preds {
-                if !won {
-                    if self.settle(qi, WON) {
-                        work.stack.push((q, true));
-                        settled += 1;
-                    }
-                } else if self.get(qi) == OPEN {
-                    work.checks.push(Check::new(qi, q, 0));
-                }
-            }
-            settled += self.check_p::<P>(work);
-        }
-        settled
+    /// The two bits, then the checksum of the files (synced first) as they stand: every
+    /// threshold above `head.next` merged into the values file, none of `next`'s.
+    fn save(state: &mut LeanState, path: &Path, head: CheckpointHeader) -> Result<()> {
+        let io = |e| Error::io(path, e);
+        let files = &state.files;
+        files.exits.sync_data().map_err(io)?;
+        files.values.sync_data().map_err(io)?;
+        let held = state.bits.len;
+        let sum = lean_checksum(&files.exits, &files.values, held, head.next).map_err(io)?;
+        let head = CheckpointHeader {
+            encoding: StateKind::Lean.code(),
+            held,
+            ..head
+        };
+        write_checkpoint(
+            path,
+            head,
+            &[],
+            &[state.bits.cells.bytes_mut(), &sum.to_le_bytes()],
+        )
+    }
+
+    fn into_values(state: LeanState) -> Values {
+        Values::File(state.files.values, state.bits.len)
+    }
+}
+
+impl SettleChecks for Lean {
+    #[inline(always)]
+    fn won(back: &Backward<Lean>, at: u64) -> bool {
+        back.state.bits.get(at) == WON
+    }
+
+    #[inline]
+    fn lose_checked(back: &Backward<Lean>, at: u64, _code: i8, _t: i8) -> bool {
+        back.state.settle(at, LOST)
     }
 }
 

@@ -18,15 +18,17 @@
 //!   - [`compact`]: one byte per position, the best exit while unsettled and the value
 //!     once settled, told apart by the code. No count: a position is confirmed lost by
 //!     generating its in-level moves and reading its children, as Syzygy's generator does;
+//! - [`lean`]: two bits per position, the best exits and the values so far in two files
+//!   read and written in index order (section 5.6);
 //! - [`forward`]: the forward pass, reading the lower levels either at random (each
 //!   capture's child read where it lies, [`forward_pass`]) or as a stream (each lower
 //!   position hands its value to its parents by un-captures, [`forward_stream`], over
 //!   the whole level or one rank's slice of it): then only the level being built is in
 //!   memory;
-//! - [`backward`]: the backward pass's work at a threshold, over the whole level or one
-//!   rank's slice of it (what concerns another rank's positions goes out as a
-//!   [`Message`]), and [`rounds`]: the thresholds in rounds of segments, where the state
-//!   may be saved;
+//! - [`backward`]: the one backward pass's work at a threshold, over the `Settle` trait
+//!   that the three states implement, over the whole level or one rank's slice of it
+//!   (what concerns another rank's positions goes out as a [`Message`]), and [`rounds`]:
+//!   the thresholds in rounds of segments, where the state may be saved;
 //! - [`message`]: the 8-byte words ranks send each other.
 //!
 //! Every combination writes the same values.
@@ -43,7 +45,7 @@ mod state;
 
 use rayon::prelude::*;
 
-pub(crate) use backward::Settle;
+pub(crate) use backward::{Settle, SettleCells};
 pub(crate) use compact::Compact;
 pub use compact::COMPACT_MAX_SEEDS;
 pub(crate) use fast::Fast;
@@ -51,8 +53,10 @@ pub use forward::ROUND;
 #[cfg(test)]
 pub(crate) use forward::STRIPE_IN_TESTS;
 pub(crate) use forward::{forward_pass, forward_stream, Forwarded, Window};
-pub(crate) use lean::{exits_random, exits_stream, solve_lean, LeanFiles, LeanSaves};
-pub(crate) use rounds::{backward_pass, NoSaves, Partition, Saves, Stage};
+pub(crate) use lean::{exits_random, exits_stream, Lean, LeanFiles, LeanState};
+#[cfg(test)]
+pub(crate) use rounds::NoSaves;
+pub(crate) use rounds::{backward_pass, Partition, Saves, Stage};
 pub use rounds::{SEGMENT, SEGMENT_SHIFT};
 pub(crate) use state::{exit_and_stay, State};
 
@@ -68,7 +72,7 @@ pub enum StateKind {
     /// Two bits per position (0.25 bytes): won, lost, or unsettled and whether open to a
     /// loss; the best exits and the values settled so far on disk, read and written in
     /// index order once per threshold (DESIGN.md section 5.6); with the lower levels
-    /// streamed, about 3 bits a position in all. One process, for now.
+    /// streamed, about 3 bits a position in all; in one process and over ranks.
     Lean,
 }
 
@@ -79,6 +83,16 @@ impl StateKind {
             // Two bits a position, in `lean.rs`'s words of 32.
             StateKind::Lean => positions.div_ceil(32) * 8,
             _ => self.cell_bytes() as u64 * positions + positions.div_ceil(64) * 8,
+        }
+    }
+
+    /// Bytes of a checkpoint's payload of the state of `positions` positions (DESIGN.md
+    /// section 4.5): the state's bytes, and for the lean state the checksum of its files
+    /// after its two bits.
+    pub fn checkpoint_bytes(self, positions: u64) -> u64 {
+        match self {
+            StateKind::Lean => self.bytes(positions) + 8,
+            _ => self.bytes(positions),
         }
     }
 
@@ -123,7 +137,7 @@ impl StateKind {
         match self {
             StateKind::Fast => 1,
             StateKind::Compact => 2,
-            // The header alone: the state is in the lean state's own files.
+            // Its two bits, and the checksum of the files beside it.
             StateKind::Lean => 3,
         }
     }
@@ -264,6 +278,14 @@ impl Outcomes {
     }
 }
 
+/// A level's values (or a rank's slice's) as solving leaves them, one byte a position in
+/// index order: in memory (fast, compact), or in the lean state's values file of so many
+/// bytes, never held whole unless a writer needs them at once.
+pub(crate) enum Values {
+    Held(crate::util::HugeBuf),
+    File(std::fs::File, u64),
+}
+
 /// Wall time of the two passes of one level.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PhaseTimes {
@@ -301,14 +323,15 @@ pub(crate) fn solve_in_memory(
             mine: 0..index.level_size(n),
             progress: &bar,
         };
-        let (state, _) = backward_pass(
+        let (state, _) = backward_pass::<Fast, _>(
             &part,
             f.state,
             f.present,
             f.forward,
             Stage::start(n),
             &mut NoSaves,
-        );
+        )
+        .unwrap();
         lower.0.push(state.into_values().to_vec());
     }
     lower.0

@@ -20,14 +20,15 @@ use rayon::prelude::*;
 
 use super::backward::{Backward, Buffers, Message, Remote, Settle};
 use super::message;
-use super::state::{threshold_bit, State};
+use super::state::threshold_bit;
 use super::PhaseTimes;
 use crate::db::checkpoint::CheckpointHeader;
 use crate::db::layout::{largest_slice, owner};
+use crate::error::Result;
 use crate::game::index::Index;
 use crate::game::rules::Rules;
-use crate::solve::comm::Comm;
-use crate::util::{prefetch, LevelBar, BATCH, CHUNK};
+use crate::solve::comm::{together, Comm};
+use crate::util::{LevelBar, BATCH, CHUNK};
 
 /// The log2 of [`SEGMENT`].
 pub const SEGMENT_SHIFT: u8 = if cfg!(test) { 13 } else { 22 };
@@ -84,12 +85,14 @@ pub(crate) trait Saves<E: Settle> {
     fn deadline(&self) -> Option<Instant>;
     /// Saves `state` at `stage`, no thread touching it and nothing in flight; `present` is
     /// the union of its threshold map, `times` the passes' times so far.
-    fn save(&mut self, state: &mut State<E>, stage: Stage, present: u64, times: PhaseTimes);
+    fn save(&mut self, state: &mut E::Held, stage: Stage, present: u64, times: PhaseTimes);
 }
 
 /// No saves: the level is solved in one go.
+#[cfg(test)]
 pub(crate) struct NoSaves;
 
+#[cfg(test)]
 impl<E: Settle> Saves<E> for NoSaves {
     fn due(&mut self) -> bool {
         false
@@ -99,7 +102,7 @@ impl<E: Settle> Saves<E> for NoSaves {
         None
     }
 
-    fn save(&mut self, _: &mut State<E>, _: Stage, _: u64, _: PhaseTimes) {}
+    fn save(&mut self, _: &mut E::Held, _: Stage, _: u64, _: PhaseTimes) {}
 }
 
 /// A level as one rank of a partition solves it: which positions it holds, and how it
@@ -120,15 +123,16 @@ pub(crate) struct Partition<'a, M: Comm> {
 /// checkpoint gave it back) is `state`, with the thresholds `present` here, from `from`
 /// on; `forward` is the forward pass's time, counted in the times it gives. At each
 /// threshold's start and inside it at each segment's end (not at `from` itself), the state
-/// is saved where `saves` says it is due.
+/// is saved where `saves` says it is due. The one backward pass of every state: fails
+/// only where the lean state's files do (on every rank together).
 pub(crate) fn backward_pass<E: Settle, M: Comm>(
     part: &Partition<M>,
-    mut state: State<E>,
+    mut state: E::Held,
     present: u64,
     forward: Duration,
     from: Stage,
     saves: &mut dyn Saves<E>,
-) -> (State<E>, PhaseTimes) {
+) -> Result<(E::Held, PhaseTimes)> {
     let (comm, n) = (part.comm, part.n);
     let ranks = comm.size();
     let size = part.index.level_size(n);
@@ -172,7 +176,10 @@ pub(crate) fn backward_pass<E: Settle, M: Comm>(
                 base: part.mine.start,
                 remote: &remote,
             };
-            if !threshold(part, &back, t, &mut k, segments, saves) {
+            let paused = threshold(part, &back, t, &mut k, segments, saves);
+            let after = E::after(&mut state, t, !paused);
+            together(comm, after, "could not go on with their lean state's files")?;
+            if !paused {
                 break;
             }
             saves.save(&mut state, stage(t, k), present, times());
@@ -181,7 +188,7 @@ pub(crate) fn backward_pass<E: Settle, M: Comm>(
             saves.save(&mut state, stage(t - 1, 0), present, times());
         }
     }
-    (state, times())
+    Ok((state, times()))
 }
 
 /// Threshold `t` over this rank's slice from segment `k` on, in rounds until no rank has
@@ -316,8 +323,8 @@ fn apply<E: Settle>(back: &Backward<E>, t: i8, messages: &[u8], work: &mut Buffe
     let mut settled = 0;
     for batch in messages.chunks(8 * BATCH) {
         for m in message::words(batch).map(message::decode) {
-            if let Message::Settled { qi, .. } = m {
-                prefetch(back.state.exit((qi - back.base) as usize));
+            if let Message::Settled { qi, .. } | Message::Lost { qi } = m {
+                E::prefetch(back.state, qi - back.base);
             }
         }
         for m in message::words(batch).map(message::decode) {

@@ -267,7 +267,7 @@ impl<E: Encoding> State<E> {
             held: self.len() as u64,
             ..head
         };
-        write_checkpoint(path, head, &map, self.cells.bytes_mut())
+        write_checkpoint(path, head, &map, &[self.cells.bytes_mut()])
     }
 
     /// The state a checkpoint holds (checked by its payload checksum); its header says
@@ -282,7 +282,7 @@ impl<E: Encoding> State<E> {
             ))
         })?;
         let mut map = vec![0u8; state.blocks.len() * 8];
-        checkpoint.read(&mut map, state.cells.bytes_mut())?;
+        checkpoint.read(&mut map, &mut [state.cells.bytes_mut()])?;
         for (b, bytes) in state.blocks.iter_mut().zip(map.chunks_exact(8)) {
             *b = u64::from_le_bytes(bytes.try_into().unwrap());
         }

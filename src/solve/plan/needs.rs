@@ -216,11 +216,9 @@ pub fn plan(
                 packed,
                 raw_so_far,
                 packed_so_far,
-                // A lean checkpoint is a header over the state's own files.
-                checkpoints: match (checkpoints, lean) {
-                    (false, _) => 0,
-                    (true, true) => 2 * PAYLOAD_OFFSET as u64,
-                    (true, false) => 2 * (PAYLOAD_OFFSET as u64 + state.bytes(slice)),
+                checkpoints: match checkpoints {
+                    false => 0,
+                    true => 2 * (PAYLOAD_OFFSET as u64 + state.checkpoint_bytes(slice)),
                 },
                 scratch: if lean { 2 * slice } else { 0 },
                 seconds: rate.map(|r| {

@@ -104,6 +104,94 @@ mod tests {
     use crate::solve::level::StateKind;
     use crate::solve::ranks::local::LocalComm;
 
+    /// Levels `0..=top` of `rules`-`pits` built over `ranks` thread ranks with the state
+    /// `kind` through the one driver, and gathered: each level's values.
+    fn built_over_ranks(
+        rules: Rules,
+        pits: usize,
+        top: usize,
+        ranks: usize,
+        kind: StateKind,
+    ) -> Vec<Vec<u8>> {
+        let tmp = tempfile::tempdir().unwrap();
+        let rank_root = |r: usize| tmp.path().join(format!("rank{r}"));
+        let comms = LocalComm::group(ranks);
+        std::thread::scope(|s| {
+            for comm in &comms {
+                let opts = BuildOptions::new(&rank_root(comm.rank()), rules, pits, top)
+                    .state(kind)
+                    .ranks_here(ranks)
+                    .command("test");
+                s.spawn(move || build_slices(comm, &opts, |_| {}, |_| {}).unwrap());
+            }
+        });
+        let from: Vec<_> = (0..ranks)
+            .map(|r| crate::db::layout::db_dir(&rank_root(r), rules, pits))
+            .collect();
+        let out = tmp.path().join("out");
+        let index = Index::new(pits, top).unwrap();
+        crate::db::slice::gather(&from, &out, &index, rules).unwrap();
+        (0..=top)
+            .map(|n| {
+                let file = std::fs::read(crate::db::layout::level_path(&out, n)).unwrap();
+                file[crate::db::raw::PAYLOAD_OFFSET..].to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn owners_match_the_slices() {
+        use crate::db::layout::{owner, slice};
+        for (size, ranks) in [(10u64, 3usize), (1, 1), (7, 7), (100, 6), (5, 8)] {
+            for r in 0..ranks {
+                for i in slice(size, ranks, r) {
+                    assert_eq!(owner(i, size, ranks), r, "{i} of {size} on {ranks}");
+                }
+            }
+        }
+    }
+
+    /// The lean state over three thread ranks on every board size, both rule sets: the
+    /// single process's levels (the other states' boards are in the test below).
+    #[test]
+    fn lean_slices_on_every_board_size() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (pits, top) in [(2, 24), (3, 12), (4, 12), (5, 11), (6, 10), (7, 9), (8, 8)] {
+                let index = Index::new(pits, top).unwrap();
+                let truth = crate::solve::level::solve_in_memory(rules, &index, top);
+                let got = built_over_ranks(rules, pits, top, 3, StateKind::Lean);
+                for n in 0..=top {
+                    assert!(
+                        got[n] == truth[n],
+                        "{rules} P={pits} level {n} on 3 ranks, lean state, differs"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn slices_over_ranks_are_the_single_process_levels() {
+        for rules in [Rules::Awari, Rules::Oware] {
+            for (pits, top) in [(6, 11), (4, 16), (3, 14)] {
+                let index = Index::new(pits, top).unwrap();
+                let truth = crate::solve::level::solve_in_memory(rules, &index, top);
+                for ranks in [1, 2, 3] {
+                    for kind in [StateKind::Fast, StateKind::Compact, StateKind::Lean] {
+                        let got = built_over_ranks(rules, pits, top, ranks, kind);
+                        for n in 0..=top {
+                            assert!(
+                                got[n] == truth[n],
+                                "{rules} P={pits} level {n} on {ranks} ranks, {} state, differs",
+                                kind.name()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn slices_on_disk_gather_into_the_single_process_levels() {
         let tmp = tempfile::tempdir().unwrap();

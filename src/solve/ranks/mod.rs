@@ -14,7 +14,7 @@
 //!   and drains the cascades they start among its own positions; an update for a
 //!   predecessor owned by another rank goes to that rank's outbox; then every rank
 //!   exchanges its outboxes and applies what it got, which may start new cascades. With
-//!   the compact state, a check of whether a position is lost (are all its in-level
+//!   the compact and lean states, a check of whether a position is lost (are all its in-level
 //!   children won?) that reaches a child another rank holds goes on there, as a message,
 //!   and so on from child to child; the last rank tells the position's owner that it is
 //!   lost. The threshold is done, once every segment is seeded, when a round sends
@@ -23,16 +23,15 @@
 //!
 //! The pieces: the build of many levels into slice files ([`build_slices`]: what only
 //! ranks check before they start, then the single process's driver, `solve::build`, with
-//! this rank's slices as its target), one level's slice solved without the build around
-//! it ([`solve_slice`]), and two ways for ranks to talk besides a process alone: MPI
-//! ([`mpi_comm`], with the `mpi` feature) and threads standing for ranks ([`local`]).
+//! this rank's slices as its target), and two ways for ranks to talk besides a process
+//! alone: MPI ([`mpi_comm`], with the `mpi` feature) and threads standing for ranks
+//! ([`local`]).
 //!
 //! The values settled do not depend on the order in which positions are settled
 //! (DESIGN.md section 5.2, as implemented), so the slices are those of the
 //! single-process build, whatever `R` and the threads of each rank.
 
 mod build;
-mod engine;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi_comm;
@@ -40,4 +39,3 @@ pub mod mpi_comm;
 pub use crate::solve::comm::{Comm, Mail};
 pub use crate::solve::level::{ROUND, SEGMENT};
 pub use build::build_slices;
-pub use engine::solve_slice;
