@@ -69,7 +69,7 @@ pub mod plan {
     pub use crate::solve::plan::{
         check_build_fits, check_level_fits, check_slice_fits, measured_rate, plan, rate_at,
         rate_fall, way, way_cost, Calibration, DiskFit, LevelMemory, LevelPlan, LowerHeld, Machine,
-        Measured, MethodRequest, Rate, BUSY_AT_LEAST, DEFAULT_PACK_RATIO, MEASURED_FROM,
+        Measured, MethodRequest, Rate, WayCosts, BUSY_AT_LEAST, DEFAULT_PACK_RATIO, MEASURED_FROM,
         MEASURED_LEVELS, RATE_FALL, RATE_FALL_LARGE, RATE_KNEE, STREAM_BUFFER,
     };
 

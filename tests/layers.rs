@@ -240,9 +240,11 @@ type Edges<L> = BTreeMap<String, BTreeMap<String, L>>;
 /// code by name (`mod` for mod.rs). A file uses another through `super::file::...` or
 /// `crate::solve::level::file::...`; `super::Item` uses the file mod.rs takes `Item`
 /// from (`pub use file::{Item, ...}`, `use file::Item`), or mod.rs for an item of its own.
-/// mod.rs uses a file through `file::...` or `self::file::...`, but its `mod file;` and
-/// `pub use file::...` lines only declare: a child using an item re-exported there is
-/// not a circle.
+/// mod.rs uses a file through `file::...` or `self::file::...`, or by a name it takes
+/// from the file (`pub use file::Item` then `Item` in its own code); its `mod file;` and
+/// `pub use file::...` lines themselves only declare: a child using an item re-exported
+/// there is not a circle, but mod.rs using a file's item in its own code while the file
+/// uses mod.rs is.
 fn folder_edges(folder: &str, files: &BTreeMap<String, Vec<(usize, String)>>) -> Edges<usize> {
     let root = files.get("mod").map_or(&[][..], |c| c.as_slice());
     let mut names: BTreeMap<String, &str> = BTreeMap::new();
@@ -281,6 +283,15 @@ fn folder_edges(folder: &str, files: &BTreeMap<String, Vec<(usize, String)>>) ->
                         paths.push(f);
                     }
                 }
+                // A name taken from a file, used in mod.rs's own code (not a `mod file;`).
+                let declares = line.starts_with("mod ") || line.contains(" mod ");
+                if use_path(line).is_none() && !declares {
+                    for (name, f) in &names {
+                        if has_word(line, name) {
+                            paths.push(f);
+                        }
+                    }
+                }
             }
             for t in paths
                 .into_iter()
@@ -298,6 +309,16 @@ fn folder_edges(folder: &str, files: &BTreeMap<String, Vec<(usize, String)>>) ->
         }
     }
     edges
+}
+
+/// Whether `word` is in `line` as a whole identifier.
+fn has_word(line: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(word).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 /// The circles of a graph, enough of them to show every edge that is on one: for each
@@ -493,7 +514,7 @@ fn the_parser_finds_edges_inside_a_folder() {
     let text = "#[cfg(test)]\n#[inline]\npub(crate) fn only_in_tests(\n    x: u8,\n) -> u8 {\n    x\n}\n#[cfg(test)] use crate::app::z;\nuse super::{\n    a::X,\n    B,\n};\n";
     let code = code_lines(text);
     assert_eq!(code, [(9, "use super::{a::X,B,};".to_string())]);
-    let root = "mod a;\nmod b;\npub(crate) use a::{Alpha, Beta as B2};\npub use b::Gamma;\nuse a::Delta;\npub struct Shared;\n#[cfg(test)]\nfn t() {\n    b::y();\n}\nfn h() -> u8 {\n    self::c::N\n}\n";
+    let root = "mod a;\nmod b;\npub(crate) use a::{Alpha, Beta as B2};\npub use b::Gamma;\nuse a::Delta;\npub struct Shared;\n#[cfg(test)]\nfn t() {\n    b::y();\n}\nfn h() -> u8 {\n    self::c::N\n}\nconst G: u8 = Gamma + Gammas;\n";
     let a = "use super::{b::Gamma, Shared};\nuse super::B2;\n";
     let b = "// super::a::x\nfn g() {\n    super::Delta::new();\n    super::super::x::y();\n    crate::solve::f::Alpha;\n}\n";
     let c = "use super::Gamma;\n";
@@ -507,7 +528,7 @@ fn the_parser_finds_edges_inside_a_folder() {
         ("a", vec![("b", 1), ("mod", 1)]),
         ("b", vec![("a", 3)]),
         ("c", vec![("b", 1)]),
-        ("mod", vec![("a", 5), ("c", 12)]),
+        ("mod", vec![("a", 5), ("b", 14), ("c", 12)]),
     ]
     .into_iter()
     .map(|(f, t)| {
@@ -518,11 +539,13 @@ fn the_parser_finds_edges_inside_a_folder() {
     })
     .collect();
     assert_eq!(edges, want);
-    // Each circle once, though `c -> b -> a -> mod -> c` is met again from `mod -> c`.
+    // Each circle once, though `c -> b -> a -> mod -> c` is met again from `mod -> c`;
+    // mod.rs using `Gamma` of b.rs, which uses a.rs, which uses mod.rs, is one.
     let want = [
         vec!["a", "b", "a"],
         vec!["a", "mod", "a"],
         vec!["c", "b", "a", "mod", "c"],
+        vec!["mod", "b", "a", "mod"],
     ];
     assert_eq!(circles(&edges), want);
 }

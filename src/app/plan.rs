@@ -13,12 +13,13 @@ use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::solve::build::build;
+use crate::solve::level::{Lower, StateKind};
 use crate::solve::options::BuildOptions;
 use crate::solve::plan::rates::{self, Rates};
 use crate::solve::plan::schema::largest_level_rate;
 use crate::solve::plan::{
-    measured_rate, plan, rate_fall, Calibration, DiskFit, LevelPlan, Machine, Rate, BUSY_AT_LEAST,
-    DEFAULT_PACK_RATIO,
+    measured_rate, plan, rate_fall, Calibration, DiskFit, LevelMethod, LevelPlan, Machine, Rate,
+    WayCosts, BUSY_AT_LEAST, DEFAULT_PACK_RATIO,
 };
 use crate::util::{bytes, disk_available, group, group_u128, memory_total};
 
@@ -76,6 +77,8 @@ struct RateFrom {
     rate: Rate,
     from: String,
     busy_by: Option<f64>,
+    /// The ways whose time (`rate.ways`) was measured, each with where.
+    ways_from: Vec<(LevelMethod, String)>,
 }
 
 /// The plan of `opts` as `awari plan` prints it, line by line. `note` hears what goes to
@@ -135,10 +138,29 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
         note(&format!("warning: {}", e.one_line()));
         None
     });
+    // The ways the levels are built (by memory: the same at any rate), whose times a
+    // calibration measures.
+    let ways: Vec<LevelMethod> = plan(
+        &index,
+        opts.max_seeds,
+        &machine,
+        ratio,
+        None,
+        opts.checkpoints,
+    )?
+    .iter()
+    .filter_map(|l| l.way)
+    .fold(Vec::new(), |mut ways, w| {
+        if !ways.contains(&w) {
+            ways.push(w);
+        }
+        ways
+    });
     let RateFrom {
         rate,
         from: rate_from,
         busy_by,
+        ways_from,
     } = match &opts.rates {
         Some(csv) => rate_from_csv(csv)?,
         None => match recorded
@@ -146,7 +168,7 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
             .and_then(|r| measured(r, &dir, opts.pits, &mut note))
         {
             Some(measured) => measured,
-            None => calibrate(opts.rules, opts.pits, &mut note)?,
+            None => calibrate(opts.rules, opts.pits, &ways, &mut note)?,
         },
     };
     // The time each level took to build here, by the latest line of the rates file.
@@ -201,6 +223,29 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
         rate.per_thread,
         rate_fall()
     ));
+    let fast = LevelMethod {
+        state: StateKind::Fast,
+        lower: Lower::Random,
+    };
+    let times: Vec<String> = ways
+        .iter()
+        .filter(|&&w| w != fast)
+        .map(|&w| {
+            let from = ways_from
+                .iter()
+                .find(|(m, _)| {
+                    m.state == w.state && (m.lower == w.lower || w.state == StateKind::Lean)
+                })
+                .map_or("a constant, nothing measured here", |(_, f)| f.as_str());
+            format!("{w} {:.2} ({from})", rate.ways.of(w))
+        })
+        .collect();
+    if !times.is_empty() {
+        out.push(format!(
+            "ways: each one's time against the fast state reading at random: {}",
+            times.join(", ")
+        ));
+    }
     out.push(format!(
         "{:>5} {:>19} {:>15} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>11} {:>10}  fits",
         "level",
@@ -504,6 +549,7 @@ fn rate_from_csv(path: &Path) -> Result<RateFrom> {
         rate: Rate {
             per_thread,
             level_size: positions,
+            ways: WayCosts::default(),
         },
         from: format!(
             "{}: its largest level, {} positions, with {threads} threads",
@@ -511,6 +557,7 @@ fn rate_from_csv(path: &Path) -> Result<RateFrom> {
             group(positions)
         ),
         busy_by: None,
+        ways_from: Vec::new(),
     })
 }
 
@@ -571,12 +618,27 @@ fn measured(
             group(m.rate.level_size)
         ),
         busy_by: (!m.disturbed.is_empty()).then(|| m.rate.per_thread / m.by_wall.max(1e-9)),
+        ways_from: m
+            .ways_from
+            .iter()
+            .map(|(w, levels)| {
+                let from = format!("measured on level(s) {} built {w} here", list(levels));
+                (*w, from)
+            })
+            .collect(),
     })
 }
 
 /// Builds small levels in a scratch folder with every core and returns the rate of the
-/// largest one: a few seconds. A calibration disturbed by other work is said to `note`.
-fn calibrate(rules: Rules, pits: usize, note: &mut impl FnMut(&str)) -> Result<RateFrom> {
+/// largest one, then builds that level again in each of `ways` but the fast state reading
+/// at random, timing each against it: a few seconds. A calibration disturbed by other work
+/// is said to `note`.
+fn calibrate(
+    rules: Rules,
+    pits: usize,
+    ways: &[LevelMethod],
+    note: &mut impl FnMut(&str),
+) -> Result<RateFrom> {
     let top = Index::max_supported(pits)?;
     let index = Index::new(pits, top)?;
     // The largest level of at most about 5 million positions: a few seconds in all.
@@ -591,6 +653,30 @@ fn calibrate(rules: Rules, pits: usize, note: &mut impl FnMut(&str)) -> Result<R
         "calibrating: {rules} levels 0..={max_seeds}, {pits} pits per side"
     ));
     let reports = build(&opts, |_| {}, |_| {});
+    // The same level in each other way the plan takes, its time against the fast state's
+    // reading at random (the calibration's way: its levels fit the memory).
+    let mut timed = Vec::new();
+    let fast = LevelMethod {
+        state: StateKind::Fast,
+        lower: Lower::Random,
+    };
+    if let Ok(reports) = &reports {
+        let fast_seconds = reports.last().expect("level 0 at least").seconds;
+        for &way in ways.iter().filter(|&&w| w != fast) {
+            note(&format!("calibrating: level {max_seeds} built {way}"));
+            let level = crate::db::layout::level_path(&db_dir(&scratch, rules, pits), max_seeds);
+            let _ = std::fs::remove_file(&level);
+            let again = BuildOptions {
+                state: Some(way.state),
+                lower: Some(way.lower),
+                ..BuildOptions::new(&scratch, rules, pits, max_seeds)
+            };
+            let built = build(&again, |_| {}, |_| {});
+            if let Some(last) = built.ok().and_then(|r| r.last().cloned()) {
+                timed.push((way, last.seconds / fast_seconds.max(1e-9)));
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     let reports = reports?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -613,8 +699,14 @@ fn calibrate(rules: Rules, pits: usize, note: &mut impl FnMut(&str)) -> Result<R
     } else {
         "by the wall clock"
     };
+    let mut rate = calibration.rate();
+    let mut ways_from = Vec::new();
+    for (way, factor) in timed {
+        rate.ways = rate.ways.with(way, factor);
+        ways_from.push((way, format!("calibrated here on level {max_seeds}")));
+    }
     Ok(RateFrom {
-        rate: calibration.rate(),
+        rate,
         from: format!(
             "calibrated here on level {max_seeds} ({} positions) with {threads} threads{busy}, {per}",
             group(last.stats.positions)
@@ -622,5 +714,6 @@ fn calibrate(rules: Rules, pits: usize, note: &mut impl FnMut(&str)) -> Result<R
         busy_by: calibration
             .disturbed()
             .then(|| calibration.rate().per_thread / calibration.by_wall().max(1e-9)),
+        ways_from,
     })
 }

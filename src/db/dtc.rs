@@ -419,7 +419,7 @@ pub fn pack_table(
     let Expect {
         rules, pits, seeds, ..
     } = *expect;
-    let (_, pack) = write_pack(&mut tmp, &out, rules, pits, seeds, &payload, &opts, &[])?;
+    let (_, pack) = write_pack(&mut tmp, rules, pits, seeds, &payload, &opts, &[])?;
     tmp.finish(&[&h.encode(DTC_PACKED_MAGIC), &pack])?;
     let packed = DistanceTable::open_file(&out, true, expect, values)?;
     if remove_raw {

@@ -412,6 +412,11 @@ impl TmpFile {
         })
     }
 
+    /// The path the file gets once finished, which errors name.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     pub(crate) fn write(&mut self, bytes: &[u8]) -> Result<()> {
         let f = self.file.as_mut().expect("written after finish");
         f.write_all(bytes).map_err(|e| Error::io(&self.tmp, e))

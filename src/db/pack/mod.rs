@@ -610,19 +610,17 @@ pub fn pack_payload(
     below: &[&[u8]],
 ) -> Result<PackHeader> {
     let mut file = TmpFile::create(path)?;
-    let (header, head) = write_pack(&mut file, path, rules, pits, seeds, payload, opts, below)?;
+    let (header, head) = write_pack(&mut file, rules, pits, seeds, payload, opts, below)?;
     file.finish(&[&head])?;
     Ok(header)
 }
 
-/// Writes the pack of `payload` to `file` from where it stands (`path` names it in
-/// errors): zeros for its header and block table, then the blocks, whose offsets count
+/// Writes the pack of `payload` to `file` from where it stands (errors name the path it
+/// gets): zeros for its header and block table, then the blocks, whose offsets count
 /// from the pack's first byte. Returns the header and the bytes (header and block table)
 /// the zeros stand for, for the caller to write in their place when it finishes the file.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_pack(
     file: &mut TmpFile,
-    path: &Path,
     rules: Rules,
     pits: usize,
     seeds: usize,
@@ -684,7 +682,7 @@ pub(crate) fn write_pack(
             })
             .collect::<std::io::Result<_>>()
             .map_err(|source| Error::Compression {
-                path: path.to_path_buf(),
+                path: file.path().to_path_buf(),
                 source,
             })?;
         for (z, sum) in packed {

@@ -131,7 +131,8 @@ impl<M: Comm> Builder<'_, M> {
             Lower::Random => self.random_room(n),
             Lower::Stream => LowerHeld { lower: 0, held: 0 },
         };
-        check_level_fits(&self.dir, n, held, state, lower, spill, opts.pack, room)
+        let way = LevelMethod { state, lower };
+        check_level_fits(&self.dir, n, held, way, spill, opts.pack, room)
     }
 
     /// What level `n`'s lower levels take, read at random: the bytes of those it reads,
@@ -315,7 +316,13 @@ impl<M: Comm> Builder<'_, M> {
             forward,
         } = forwarded;
         let from = Stage::start(n);
-        self.backward::<E>(n, state, present, forward, from, &bar, checkpoints)
+        let begin = Begin::<E> {
+            state,
+            present,
+            forward,
+            from,
+        };
+        self.backward(n, begin, &bar, checkpoints)
     }
 
     /// Solves level `n` with the lean state (DESIGN.md section 5.6), reading the lower
@@ -347,7 +354,13 @@ impl<M: Comm> Builder<'_, M> {
         checkpoints.last = started;
         let forward = started.elapsed();
         let from = Stage::start(n);
-        self.backward::<Lean>(n, state, present, forward, from, &bar, checkpoints)
+        let begin = Begin::<Lean> {
+            state,
+            present,
+            forward,
+            from,
+        };
+        self.backward(n, begin, &bar, checkpoints)
     }
 
     /// The lean state's files for level `n` from its start, each as long as the positions
@@ -407,25 +420,32 @@ impl<M: Comm> Builder<'_, M> {
         let from = Stage::of_checkpoint(&head);
         bar.phase("solving", held);
         let present = head.present;
-        self.backward::<E>(n, state, present, forward, from, &bar, checkpoints)
-            .map(Some)
+        let begin = Begin::<E> {
+            state,
+            present,
+            forward,
+            from,
+        };
+        self.backward(n, begin, &bar, checkpoints).map(Some)
     }
 
     /// The backward pass of level `n` from `from`, with the state after the forward pass
-    /// or a checkpoint, the thresholds `present` in it, and the forward pass's time,
-    /// saving the state as `checkpoints` says: the values, and what solving gave.
-    #[allow(clippy::too_many_arguments)]
+    /// or a checkpoint (`begin`), saving the state as `checkpoints` says: the values, and
+    /// what solving gave.
     fn backward<E: Settle>(
         &self,
         n: usize,
-        state: E::Held,
-        present: u64,
-        forward: Duration,
-        from: Stage,
+        begin: Begin<E>,
         bar: &LevelBar,
         mut checkpoints: Checkpoints<'_, M>,
     ) -> Result<(Values, Solved)> {
         let part = self.partition(n, bar);
+        let Begin {
+            state,
+            present,
+            forward,
+            from,
+        } = begin;
         let passed = backward_pass::<E, M>(&part, state, present, forward, from, &mut checkpoints);
         let (state, phases) = passed?;
         let values = E::into_values(state);
@@ -443,6 +463,16 @@ impl<M: Comm> Builder<'_, M> {
         };
         Ok((values, solved))
     }
+}
+
+/// Where a level's backward pass begins: the state after the forward pass or as a
+/// checkpoint gave it back, the thresholds that can seed in it, the forward pass's time,
+/// and the threshold and segment it goes on from.
+struct Begin<E: Settle> {
+    state: E::Held,
+    present: u64,
+    forward: Duration,
+    from: Stage,
 }
 
 /// A level's values as one slice of bytes: held, or a file's mapped.

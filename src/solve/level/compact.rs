@@ -18,16 +18,15 @@ use super::backward::{
     NO_PIT,
 };
 use super::state::{Encoding, State, BLOCK};
-use super::{StateKind, Values};
+use super::{StateKind, Values, COMPACT_MAX_SEEDS};
 use crate::db::checkpoint::CheckpointHeader;
 use crate::error::Result;
 use crate::game::rules::{Board, MAX_PITS};
 use crate::util::{prefetch, CHUNK};
 
-/// The most seeds a level built with the compact state may hold, 56: its byte holds the
-/// exits and values `-56..=56` twice over (see [`code`]), and below them the bytes of
-/// positions with no exit (see [`NO_EXIT`]).
-pub const COMPACT_MAX_SEEDS: usize = (-1 - NO_EXIT_TOP as i32) as usize;
+// The exits and values of a level of at most `COMPACT_MAX_SEEDS` seeds, `-56..=56` (twice
+// over, see [`code`]), lie above the bytes of positions with no exit (see [`NO_EXIT`]).
+const _: () = assert!(COMPACT_MAX_SEEDS == (-1 - NO_EXIT_TOP as i32) as usize);
 
 /// The byte of an unsettled position with no exit and one in-level move not known won: one
 /// with `r` such moves (`1..=`[`MAX_PITS`]) holds `NO_EXIT + r - 1`, which no

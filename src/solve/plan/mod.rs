@@ -17,6 +17,6 @@ pub use method::{way, LevelMemory, LevelMethod, MethodRequest, SPILL_FROM};
 pub use needs::{plan, DiskFit, LevelPlan, Machine, DEFAULT_PACK_RATIO, STREAM_BUFFER};
 pub use refuse::{check_build_fits, check_level_fits, check_slice_fits, LowerHeld};
 pub use timing::{
-    measured_rate, rate_at, rate_fall, way_cost, Calibration, Measured, Rate, BUSY_AT_LEAST,
-    MEASURED_FROM, MEASURED_LEVELS, RATE_FALL, RATE_FALL_LARGE, RATE_KNEE,
+    measured_rate, rate_at, rate_fall, way_cost, Calibration, Measured, Rate, WayCosts,
+    BUSY_AT_LEAST, MEASURED_FROM, MEASURED_LEVELS, RATE_FALL, RATE_FALL_LARGE, RATE_KNEE,
 };

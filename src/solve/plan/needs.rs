@@ -8,7 +8,7 @@
 use super::method::{
     memory_need, slice_way, way, LevelMemory, LevelMethod, MethodRequest, SPILL_FROM,
 };
-use super::timing::{rate_at, way_cost, Rate};
+use super::timing::{rate_at, Rate};
 use crate::db::layout::largest_slice;
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
@@ -223,7 +223,7 @@ pub fn plan(
                 scratch: if lean { 2 * slice } else { 0 },
                 seconds: rate.map(|r| {
                     let per_thread = rate_at(r.per_thread, r.level_size, positions);
-                    positions as f64 / (per_thread * threads) * way_cost(chosen)
+                    positions as f64 / (per_thread * threads) * r.ways.of(chosen)
                 }),
                 single: ranks == 1,
             };
@@ -279,6 +279,7 @@ mod tests {
     use super::*;
     use crate::db::layout::slice;
     use crate::solve::level::StateKind;
+    use crate::solve::plan::timing::WayCosts;
 
     #[test]
     fn slices_tile_the_level_and_differ_by_at_most_one() {
@@ -308,6 +309,7 @@ mod tests {
         let rate = Rate {
             per_thread: 2e6,
             level_size: 80_214_915,
+            ways: WayCosts::default(),
         };
         let p = plan(&index, 48, &one, 2.0, Some(rate), false).unwrap();
         // Level 20 at the measured rate on 64 threads; level 28 at 0.853 of it:

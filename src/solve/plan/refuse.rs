@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use super::method::memory_need;
+use super::method::{memory_need, LevelMethod};
 use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
@@ -35,17 +35,16 @@ impl LowerHeld {
 /// and the lower levels would not fit the memory available now, or its file the free
 /// disk under `dir`: the error says what it needs, what there is, and what to do. With
 /// `spill`, the lower levels and the state are never in memory together.
-#[allow(clippy::too_many_arguments)]
 pub fn check_level_fits(
     dir: &Path,
     n: usize,
     positions: u64,
-    kind: StateKind,
-    lower: Lower,
+    way: LevelMethod,
     spill: bool,
     packed: bool,
     held: LowerHeld,
 ) -> Result<()> {
+    let LevelMethod { state: kind, lower } = way;
     let state = kind.peak_bytes(positions, n, lower);
     let need = held.need(state, spill);
     if let Some(free) = memory_available() {
@@ -213,8 +212,10 @@ mod tests {
             dir.path(),
             10,
             351_351,
-            StateKind::Fast,
-            Lower::Random,
+            LevelMethod {
+                state: StateKind::Fast,
+                lower: Lower::Random,
+            },
             true,
             false,
             none
@@ -224,8 +225,10 @@ mod tests {
             dir.path(),
             60,
             u64::MAX / 8,
-            StateKind::Fast,
-            Lower::Random,
+            LevelMethod {
+                state: StateKind::Fast,
+                lower: Lower::Random,
+            },
             false,
             false,
             none,
@@ -276,8 +279,10 @@ mod tests {
             dir.path(),
             30,
             huge,
-            StateKind::Fast,
-            Lower::Random,
+            LevelMethod {
+                state: StateKind::Fast,
+                lower: Lower::Random,
+            },
             true,
             false,
             none,

@@ -47,18 +47,84 @@ pub fn rate_fall() -> String {
     )
 }
 
-/// Wall time of a level built each way against the fast state reading at random: levels
-/// 24 to 26 of Awari, 2 threads (GUIDE.md, "Performance", and data/bench/: fast and
-/// streamed 1.01 to 1.14, compact and streamed 1.37 to 1.61, compact reading at random
-/// 1.38 on level 24; lean 2.9 times compact on level 28).
+/// Wall time of a level built each way against the fast state reading at random, where
+/// nothing was measured: levels 24 to 26 of Awari, 2 threads (GUIDE.md, "Performance",
+/// and data/bench/: fast and streamed 1.01 to 1.14, compact and streamed 1.37 to 1.61,
+/// compact reading at random 1.38 on level 24); the lean state on the one backward pass,
+/// level 24 of Awari streamed, 2 threads, 2.0 times compact's time (December 2026).
 pub fn way_cost(way: LevelMethod) -> f64 {
     match (way.state, way.lower) {
         (StateKind::Fast, Lower::Random) => 1.0,
         (StateKind::Fast, Lower::Stream) => 1.1,
         (StateKind::Compact, Lower::Random) => 1.4,
         (StateKind::Compact, Lower::Stream) => 1.5,
-        // Level 28 of Awari streamed, 2 threads: 2.9 times compact's time (data/bench/).
-        (StateKind::Lean, _) => 4.3,
+        (StateKind::Lean, _) => 3.0,
+    }
+}
+
+/// The ways a plan tells apart, each with a time of its own ([`WayCosts`]): the lean
+/// state's two forward passes are counted alike.
+const WAYS: [LevelMethod; 5] = [
+    LevelMethod {
+        state: StateKind::Fast,
+        lower: Lower::Random,
+    },
+    LevelMethod {
+        state: StateKind::Fast,
+        lower: Lower::Stream,
+    },
+    LevelMethod {
+        state: StateKind::Compact,
+        lower: Lower::Random,
+    },
+    LevelMethod {
+        state: StateKind::Compact,
+        lower: Lower::Stream,
+    },
+    LevelMethod {
+        state: StateKind::Lean,
+        lower: Lower::Stream,
+    },
+];
+
+/// The slot of `way` in [`WAYS`].
+fn slot(way: LevelMethod) -> usize {
+    match (way.state, way.lower) {
+        (StateKind::Fast, Lower::Random) => 0,
+        (StateKind::Fast, Lower::Stream) => 1,
+        (StateKind::Compact, Lower::Random) => 2,
+        (StateKind::Compact, Lower::Stream) => 3,
+        (StateKind::Lean, _) => 4,
+    }
+}
+
+/// Wall time of a level built each way against the fast state reading at random: the
+/// constants of [`way_cost`], or, for a way some levels were built in, the time measured
+/// on them (DESIGN.md section 5.4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WayCosts {
+    factors: [f64; 5],
+}
+
+impl Default for WayCosts {
+    /// The constants of [`way_cost`].
+    fn default() -> WayCosts {
+        WayCosts {
+            factors: WAYS.map(way_cost),
+        }
+    }
+}
+
+impl WayCosts {
+    /// The time of `way` against the fast state reading at random.
+    pub fn of(&self, way: LevelMethod) -> f64 {
+        self.factors[slot(way)]
+    }
+
+    /// These costs with `way`'s time set to `factor`.
+    pub fn with(mut self, way: LevelMethod, factor: f64) -> WayCosts {
+        self.factors[slot(way)] = factor;
+        self
     }
 }
 
@@ -69,6 +135,9 @@ pub struct Rate {
     pub per_thread: f64,
     /// The positions of the level it was measured on.
     pub level_size: u64,
+    /// The time of each way against the way `per_thread` is for (the fast state reading
+    /// at random, where a calibration or a build's levels give it).
+    pub ways: WayCosts,
 }
 
 /// Below this share of their wall time on a CPU ([`busy`]), a timed
@@ -125,6 +194,7 @@ impl Calibration {
         Rate {
             per_thread,
             level_size: self.positions,
+            ways: WayCosts::default(),
         }
     }
 
@@ -172,6 +242,20 @@ pub struct Measured {
     /// The rate per thread by the wall clock: below the rate's when the levels used were
     /// disturbed, what a build beside the same work would have.
     pub by_wall: f64,
+    /// The ways whose time was measured on levels built that way (in `rate.ways`), each
+    /// with those levels.
+    pub ways_from: Vec<(LevelMethod, Vec<usize>)>,
+}
+
+/// The [`MEASURED_LEVELS`] largest levels of `set`, the quiet ones ([`BUSY_AT_LEAST`])
+/// where any of them is, largest first; and the others of them.
+#[allow(clippy::type_complexity)]
+fn largest(mut set: Vec<&LevelRate>) -> (Vec<&LevelRate>, Vec<&LevelRate>) {
+    let quiet = |r: &LevelRate| r.busy().is_none_or(|b| b >= BUSY_AT_LEAST);
+    set.sort_by_key(|r| std::cmp::Reverse(r.positions));
+    set.truncate(MEASURED_LEVELS);
+    let any_quiet = set.iter().any(|r| quiet(r));
+    set.into_iter().partition(|r| !any_quiet || quiet(r))
 }
 
 /// The rate of the largest levels a build measured in the folder (the latest line of
@@ -180,45 +264,85 @@ pub struct Measured {
 /// cores ([`BUSY_AT_LEAST`]) are used, or all of them by their rate per CPU second
 /// (as [`Calibration::rate`]) if none had; a line whose
 /// positions are not those of its level in `index` (another board size) is left out.
-/// Each level's rate is referred to the fast state reading at random ([`way_cost`]) and
-/// to the size of the largest level used ([`rate_at`]); the rate is their median.
+/// Each level's rate is referred to the fast state reading at random and to the size of
+/// the largest level used ([`rate_at`]); the rate is their median. The time of each other
+/// way against the fast state's is measured where levels were built both ways: the median,
+/// over the (up to [`MEASURED_LEVELS`] largest) levels built that way, of the fast levels'
+/// rate referred to the level over the level's own; else [`way_cost`]'s constant.
 pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
-    let mut large: Vec<_> = levels
+    let large: Vec<&LevelRate> = levels
         .iter()
         .filter(|r| r.seeds <= index.max_seeds() && index.level_size(r.seeds) == r.positions)
         .filter(|r| r.positions >= MEASURED_FROM)
         .collect();
-    large.sort_by_key(|r| std::cmp::Reverse(r.positions));
-    large.truncate(MEASURED_LEVELS);
     let quiet = |r: &LevelRate| r.busy().is_none_or(|b| b >= BUSY_AT_LEAST);
-    let any_quiet = large.iter().any(|r| quiet(r));
-    let (used, left_out): (Vec<&LevelRate>, Vec<&LevelRate>) =
-        large.into_iter().partition(|r| !any_quiet || quiet(r));
-    let top = used.first()?.positions;
-    // The median of the levels' rates, each referred to the fast state reading at random
-    // and to the largest level's size; by their CPU time or by the wall clock.
-    let median = |by_cpu: bool| {
-        let mut rates: Vec<f64> = used
-            .iter()
-            .map(|r| {
-                let way = LevelMethod {
-                    state: r.state,
-                    lower: r.lower,
-                };
-                let per_thread = match r.cpu_seconds {
-                    Some(cpu) if by_cpu && !quiet(r) => r.positions as f64 / cpu.max(1e-9),
-                    _ => r.per_thread(),
-                };
-                rate_at(per_thread * way_cost(way), r.positions, top)
-            })
-            .collect();
+    let way_of = |r: &LevelRate| LevelMethod {
+        state: r.state,
+        lower: r.lower,
+    };
+    // A level's rate per thread: a level built beside other work counts by its CPU time,
+    // as a calibration does (the rate its threads had while they ran), or by the wall.
+    let rate_of = |r: &LevelRate, by_cpu: bool| match r.cpu_seconds {
+        Some(cpu) if by_cpu && !quiet(r) => r.positions as f64 / cpu.max(1e-9),
+        _ => r.per_thread(),
+    };
+    let median = |mut rates: Vec<f64>| {
         rates.sort_by(f64::total_cmp);
         let k = rates.len();
         (rates[(k - 1) / 2] + rates[k / 2]) / 2.0
     };
-    // A level built beside other work counts by its CPU time, as a calibration does: the
-    // rate its threads had while they ran.
-    let (median, by_wall) = (median(true), median(false));
+    // Each other way's time against the fast state's, where levels were built both ways:
+    // the fast levels' rate referred to each level built the other way, over its rate.
+    let mut ways = WayCosts::default();
+    let mut ways_from = Vec::new();
+    let (fast, _) = largest(
+        large
+            .iter()
+            .copied()
+            .filter(|r| r.state == StateKind::Fast)
+            .collect(),
+    );
+    if let Some(top) = fast.first().map(|r| r.positions) {
+        let base = median(
+            fast.iter()
+                .map(|r| rate_at(rate_of(r, true) * way_cost(way_of(r)), r.positions, top))
+                .collect(),
+        );
+        for way in WAYS.into_iter().filter(|w| w.state != StateKind::Fast) {
+            let (built, _) = largest(
+                large
+                    .iter()
+                    .copied()
+                    .filter(|r| slot(way_of(r)) == slot(way))
+                    .collect(),
+            );
+            if built.is_empty() {
+                continue;
+            }
+            let factor = median(
+                built
+                    .iter()
+                    .map(|r| rate_at(base, top, r.positions) / rate_of(r, true))
+                    .collect(),
+            );
+            ways = ways.with(way, factor);
+            let mut seeds: Vec<usize> = built.iter().map(|r| r.seeds).collect();
+            seeds.sort();
+            ways_from.push((way, seeds));
+        }
+    }
+    let (used, left_out) = largest(large);
+    let top = used.first()?.positions;
+    // The median of the levels' rates, each referred to the fast state reading at random
+    // and to the largest level's size; by their CPU time or by the wall clock.
+    let referred = |by_cpu: bool| {
+        median(
+            used.iter()
+                .map(|r| rate_at(rate_of(r, by_cpu) * ways.of(way_of(r)), r.positions, top))
+                .collect(),
+        )
+    };
+    let (rate, by_wall) = (referred(true), referred(false));
     let mut seeds: Vec<usize> = used.iter().map(|r| r.seeds).collect();
     seeds.sort();
     let mut left: Vec<usize> = left_out.iter().map(|r| r.seeds).collect();
@@ -234,14 +358,16 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
     disturbed.sort_by_key(|d| d.0);
     Some(Measured {
         rate: Rate {
-            per_thread: median,
+            per_thread: rate,
             level_size: top,
+            ways,
         },
         levels: seeds,
         threads: used.iter().map(|r| r.threads).max().unwrap_or(1),
         disturbed,
         left_out: left,
         by_wall,
+        ways_from,
     })
 }
 
@@ -301,16 +427,39 @@ mod tests {
         assert_eq!((m.threads, m.disturbed.len(), m.left_out.len()), (2, 0, 0));
         let size = |n: usize| index.level_size(n);
         assert_eq!(m.rate.level_size, size(25));
-        // The median of the three, each referred to level 25's size: level 24's.
+        // Level 25's way, the compact state streamed, timed against the fast levels: their
+        // rate (the median of levels 22..=24, each referred to level 24's size) referred
+        // to level 25's, over level 25's own.
+        let at24 = |n: usize, r: f64| rate_at(r, size(n), size(24));
         let at25 = |n: usize, r: f64| rate_at(r, size(n), size(25));
-        let mut three = [at25(23, 3.9e6), at25(24, 3.8e6), 3.7e6];
+        let mut fast3 = [at24(22, 4.0e6), at24(23, 3.9e6), 3.8e6];
+        fast3.sort_by(f64::total_cmp);
+        let compact = LevelMethod {
+            state: StateKind::Compact,
+            lower: Lower::Stream,
+        };
+        assert_eq!(m.ways_from, vec![(compact, vec![25])]);
+        let factor = at25(24, fast3[1]) / (3.7e6 / 1.5);
+        assert!((m.rate.ways.of(compact) - factor).abs() < 1e-9, "{m:?}");
+        assert!(factor > 1.5 && factor < 1.6, "{factor}");
+        // The other ways keep their constants.
+        assert_eq!(
+            m.rate.ways.of(LevelMethod {
+                state: StateKind::Lean,
+                lower: Lower::Stream
+            }),
+            3.0
+        );
+        // The median of the three largest, each referred to level 25's size and to the
+        // fast state by its measured time.
+        let mut three = [at25(23, 3.9e6), at25(24, 3.8e6), 3.7e6 / 1.5 * factor];
         three.sort_by(f64::total_cmp);
         assert!((m.rate.per_thread - three[1]).abs() < 1.0, "{m:?}");
-        assert!((m.rate.per_thread - at25(24, 3.8e6)).abs() < 1.0, "{m:?}");
         // The plan for levels 26 and 27 at that rate, not at a calibration's.
         let calibrated = Rate {
             per_thread: 1e6,
             level_size: size(14),
+            ways: WayCosts::default(),
         };
         let p = plan(&index, 27, &one, 2.0, Some(m.rate), false).unwrap();
         let q = plan(&index, 27, &one, 2.0, Some(calibrated), false).unwrap();
@@ -377,6 +526,55 @@ mod tests {
         let other = Index::new(5, 48).unwrap();
         assert_eq!(measured_rate(&levels, &other), None);
         assert_eq!(measured_rate(&[], &index), None);
+    }
+
+    /// A level built lean times the lean state against the fast levels, and the plan of a
+    /// level the lean state builds (where nothing else fits the node) uses that time.
+    #[test]
+    fn the_lean_state_is_timed_by_the_levels_built_lean() {
+        let index = Index::new(6, 48).unwrap();
+        let size = |n: usize| index.level_size(n);
+        let (fast, random) = (StateKind::Fast, Lower::Random);
+        let lean = LevelMethod {
+            state: StateKind::Lean,
+            lower: Lower::Stream,
+        };
+        let levels = vec![
+            built(22, 4.0e6, 0.95, fast, random),
+            built(23, 3.9e6, 0.97, fast, random),
+            built(24, 3.8e6, 0.94, fast, random),
+            built(26, 3.6e6 / 2.2, 0.95, lean.state, lean.lower),
+        ];
+        let m = measured_rate(&levels, &index).unwrap();
+        assert_eq!(m.ways_from, vec![(lean, vec![26])]);
+        let at24 = |n: usize, r: f64| rate_at(r, size(n), size(24));
+        let mut fast3 = [at24(22, 4.0e6), at24(23, 3.9e6), 3.8e6];
+        fast3.sort_by(f64::total_cmp);
+        let factor = rate_at(fast3[1], size(24), size(26)) / (3.6e6 / 2.2);
+        assert!((m.rate.ways.of(lean) - factor).abs() < 1e-9, "{m:?}");
+        // Not the constant: the fast levels' rate referred to level 26 (a little above the
+        // 3.6 million the lean level was built at 2.2 times below), over the lean one's.
+        assert!(factor > 2.2 && factor < 2.4, "{factor}");
+        // On a node of 1 GiB level 30 fits only lean (its window and two bits, about
+        // 0.28 bytes a position of its 2.7 billion): its time is at that factor.
+        let small = Machine {
+            nodes: 1,
+            memory: 1 << 30,
+            cores: 2,
+            disk: 1 << 44,
+        };
+        let p = plan(&index, 30, &small, 2.0, Some(m.rate), false).unwrap();
+        assert_eq!(p[30].way, Some(lean));
+        let per_thread = rate_at(m.rate.per_thread, m.rate.level_size, size(30));
+        let want = size(30) as f64 / (per_thread * 2.0) * factor;
+        assert!((p[30].seconds.unwrap() - want).abs() < 1e-6);
+        let constants = Rate {
+            ways: WayCosts::default(),
+            ..m.rate
+        };
+        let q = plan(&index, 30, &small, 2.0, Some(constants), false).unwrap();
+        let ratio = q[30].seconds.unwrap() / p[30].seconds.unwrap();
+        assert!((ratio - way_cost(lean) / factor).abs() < 1e-9, "{ratio}");
     }
 
     /// Levels 26 and 27 of Awari planned from level 24 as built on this 2-core machine

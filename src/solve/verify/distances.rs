@@ -115,7 +115,6 @@ impl BestExits<'_> {
 ///
 /// # Errors
 /// Only what `exits` returns.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn check_table<'a>(
     dir: &Path,
     expect: &Expect,
