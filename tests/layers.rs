@@ -311,14 +311,19 @@ fn folder_edges(folder: &str, files: &BTreeMap<String, Vec<(usize, String)>>) ->
     edges
 }
 
-/// Whether `word` is in `line` as a whole identifier.
+/// Whether `word` is in `line` as a whole identifier that starts a path (not the
+/// `Fast` of `StateKind::Fast`), and not as an enum variant declared (`Fast,`).
 fn has_word(line: &str, word: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
-    line.match_indices(word).any(|(at, _)| {
-        let before = line[..at].chars().next_back();
-        let after = line[at + word.len()..].chars().next();
-        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
-    })
+    let variant = line
+        .strip_prefix(word)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([',', '(', ' ']));
+    !variant
+        && line.match_indices(word).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let after = line[at + word.len()..].chars().next();
+            !before.is_some_and(|c| is_ident(c) || c == ':') && !after.is_some_and(is_ident)
+        })
 }
 
 /// The circles of a graph, enough of them to show every edge that is on one: for each
@@ -514,7 +519,7 @@ fn the_parser_finds_edges_inside_a_folder() {
     let text = "#[cfg(test)]\n#[inline]\npub(crate) fn only_in_tests(\n    x: u8,\n) -> u8 {\n    x\n}\n#[cfg(test)] use crate::app::z;\nuse super::{\n    a::X,\n    B,\n};\n";
     let code = code_lines(text);
     assert_eq!(code, [(9, "use super::{a::X,B,};".to_string())]);
-    let root = "mod a;\nmod b;\npub(crate) use a::{Alpha, Beta as B2};\npub use b::Gamma;\nuse a::Delta;\npub struct Shared;\n#[cfg(test)]\nfn t() {\n    b::y();\n}\nfn h() -> u8 {\n    self::c::N\n}\nconst G: u8 = Gamma + Gammas;\n";
+    let root = "mod a;\nmod b;\npub(crate) use a::{Alpha, Beta as B2};\npub use b::Gamma;\nuse a::Delta;\npub struct Shared;\n#[cfg(test)]\nfn t() {\n    b::y();\n}\nfn h() -> u8 {\n    self::c::N\n}\nconst G: u8 = Gamma + Gammas + x::Alpha;\n";
     let a = "use super::{b::Gamma, Shared};\nuse super::B2;\n";
     let b = "// super::a::x\nfn g() {\n    super::Delta::new();\n    super::super::x::y();\n    crate::solve::f::Alpha;\n}\n";
     let c = "use super::Gamma;\n";
