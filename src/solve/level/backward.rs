@@ -415,6 +415,52 @@ pub(super) fn seed_cells<E: SettleCells, const P: usize>(
     settled + back.drain_p::<P>(t, work)
 }
 
+impl Check {
+    /// A check of position `qi`, its byte seen as `code` (compact; the lean state keeps
+    /// none), the child by pit `skip` known won ([`NO_PIT`]: none), from its first child.
+    #[inline(always)]
+    pub(super) fn new(qi: u64, code: i8, board: Board, skip: u8) -> Check {
+        Check {
+            qi,
+            code,
+            board,
+            skip,
+            pit: 0,
+            first: 0,
+        }
+    }
+}
+
+/// [`Settle::check`] of the states that read children: the child prefetched a batch ago
+/// is read, and if won the check goes on with the next one.
+#[inline]
+pub(super) fn check_next<E: SettleChecks, const P: usize>(
+    back: &Backward<E>,
+    c: &Check,
+    t: i8,
+    out: &mut Queues,
+) {
+    if E::won(back, c.first - back.base) {
+        next_child::<E, P>(back, c, c.pit as usize + 1, t, out);
+    }
+}
+
+/// [`Settle::continue_check`] of the states that read children: another rank's check of
+/// position `qi` goes on here at its child by `pit` (its byte, read only if `qi` is held
+/// here, guessed `-t`).
+#[inline]
+pub(super) fn check_on<E: SettleChecks, const P: usize>(
+    back: &Backward<E>,
+    qi: u64,
+    board: Board,
+    pit: u8,
+    skip: u8,
+    t: i8,
+    out: &mut Queues,
+) {
+    next_child::<E, P>(back, &Check::new(qi, -t, board, skip), pit as usize, t, out);
+}
+
 /// The next in-level child of check `c` from pit `from` on (but the known one): ranked,
 /// prefetched and queued on the checks for the batch after, so that no child's cache miss
 /// is waited for; when none is left, every child is won, and the position is lost at `t`

@@ -14,8 +14,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::backward::{
-    next_child, seed_cells, Backward, Buffers, Check, Queues, Settle, SettleCells, SettleChecks,
-    NO_PIT,
+    check_next, check_on, next_child, seed_cells, Backward, Buffers, Check, Queues, Settle,
+    SettleCells, SettleChecks, NO_PIT,
 };
 use super::state::{Encoding, State, BLOCK};
 use super::{StateKind, Values, COMPACT_MAX_SEEDS};
@@ -235,9 +235,7 @@ impl Settle for Compact {
 
     #[inline]
     fn check<const P: usize>(back: &Backward<Compact>, c: &Check, t: i8, out: &mut Queues) {
-        if Self::won(back, c.first - back.base) {
-            next_child::<Compact, P>(back, c, c.pit as usize + 1, t, out);
-        }
+        check_next::<Compact, P>(back, c, t, out);
     }
 
     fn continue_check<const P: usize>(
@@ -249,16 +247,7 @@ impl Settle for Compact {
         t: i8,
         out: &mut Queues,
     ) {
-        let c = Check {
-            qi,
-            // Read by `settle` only if qi is held here: a guess then.
-            code: -t,
-            board,
-            skip,
-            pit: 0,
-            first: 0,
-        };
-        next_child::<Compact, P>(back, &c, pit as usize, t, out);
+        check_on::<Compact, P>(back, qi, board, pit, skip, t, out);
     }
 
     #[inline]
@@ -303,15 +292,7 @@ fn queue_check<const P: usize>(
     t: i8,
     out: &mut Queues,
 ) {
-    let check = Check {
-        qi,
-        code,
-        board,
-        skip,
-        pit: 0,
-        first: 0,
-    };
-    next_child::<Compact, P>(back, &check, 0, t, out);
+    next_child::<Compact, P>(back, &Check::new(qi, code, board, skip), 0, t, out);
 }
 
 /// The seeds of threshold `t` among compact bytes, as [`Encoding::seeds`] gives them: a

@@ -34,7 +34,10 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use super::backward::{next_child, Backward, Buffers, Check, Queues, Settle, SettleChecks, NO_PIT};
+use super::backward::{
+    check_next, check_on, next_child, Backward, Buffers, Check, Queues, Settle, SettleChecks,
+    NO_PIT,
+};
 use super::cells::Cells;
 use super::forward::{forward_stream, Window};
 use super::rounds::Partition;
@@ -371,32 +374,6 @@ impl LeanState {
 #[derive(Debug)]
 pub(crate) enum Lean {}
 
-impl Lean {
-    /// Starts a check of position `qi` (held here, or another rank's asking for its
-    /// children held here from pit `from` on), the child by `skip` known won.
-    #[inline]
-    fn check_from<const P: usize>(
-        back: &Backward<Lean>,
-        qi: u64,
-        board: Board,
-        skip: u8,
-        from: usize,
-        t: i8,
-        out: &mut Queues,
-    ) {
-        let c = Check {
-            qi,
-            // The lean state keeps no byte to compare.
-            code: 0,
-            board,
-            skip,
-            pit: 0,
-            first: 0,
-        };
-        next_child::<Lean, P>(back, &c, from, t, out);
-    }
-}
-
 impl Settle for Lean {
     const STATE: StateKind = StateKind::Lean;
     type Held = LeanState;
@@ -453,7 +430,8 @@ impl Settle for Lean {
                     state.bits.change(at, |s| s == OPEN_NOT, OPEN);
                     if state.bits.get(at) == OPEN {
                         let board = *back.index.seek_p::<P>(&mut cursor, i);
-                        Lean::check_from::<P>(back, i, board, NO_PIT, 0, t, &mut work.queues());
+                        let c = Check::new(i, 0, board, NO_PIT);
+                        next_child::<Lean, P>(back, &c, 0, t, &mut work.queues());
                     }
                 }
                 // Seeds are gathered into a batch before their predecessors are
@@ -487,15 +465,13 @@ impl Settle for Lean {
             }
         } else if s == OPEN {
             // The child is won (>= t): q is lost if every other in-level child is too.
-            Lean::check_from::<P>(back, qi, board(), o, 0, t, out);
+            next_child::<Lean, P>(back, &Check::new(qi, 0, board(), o), 0, t, out);
         }
     }
 
     #[inline]
     fn check<const P: usize>(back: &Backward<Lean>, c: &Check, t: i8, out: &mut Queues) {
-        if Self::won(back, c.first - back.base) {
-            next_child::<Lean, P>(back, c, c.pit as usize + 1, t, out);
-        }
+        check_next::<Lean, P>(back, c, t, out);
     }
 
     fn continue_check<const P: usize>(
@@ -507,7 +483,7 @@ impl Settle for Lean {
         t: i8,
         out: &mut Queues,
     ) {
-        Lean::check_from::<P>(back, qi, board, skip, pit as usize, t, out);
+        check_on::<Lean, P>(back, qi, board, pit, skip, t, out);
     }
 
     #[inline]
