@@ -71,6 +71,12 @@ pub const DTC_TIME_FACTOR: f64 = 3.0;
 /// from level 18; half the won and lost positions convert within 3 plies, draws are 0).
 pub const DTC_PACK_RATIO: f64 = 2.4;
 
+/// The way a plan's rate is for, against which it times the others.
+const FAST_RANDOM: LevelMethod = LevelMethod {
+    state: StateKind::Fast,
+    lower: Lower::Random,
+};
+
 /// The rate a plan is timed at, in words where it comes from, and (when its measurement
 /// was disturbed by other work) how much longer a build beside that work takes.
 struct RateFrom {
@@ -223,19 +229,13 @@ pub fn report(opts: &PlanOptions, mut note: impl FnMut(&str)) -> Result<String> 
         rate.per_thread,
         rate_fall()
     ));
-    let fast = LevelMethod {
-        state: StateKind::Fast,
-        lower: Lower::Random,
-    };
     let times: Vec<String> = ways
         .iter()
-        .filter(|&&w| w != fast)
+        .filter(|&&w| w != FAST_RANDOM)
         .map(|&w| {
             let from = ways_from
                 .iter()
-                .find(|(m, _)| {
-                    m.state == w.state && (m.lower == w.lower || w.state == StateKind::Lean)
-                })
+                .find(|(m, _)| *m == w)
                 .map_or("a constant, nothing measured here", |(_, f)| f.as_str());
             format!("{w} {:.2} ({from})", rate.ways.of(w))
         })
@@ -656,13 +656,9 @@ fn calibrate(
     // The same level in each other way the plan takes, its time against the fast state's
     // reading at random (the calibration's way: its levels fit the memory).
     let mut timed = Vec::new();
-    let fast = LevelMethod {
-        state: StateKind::Fast,
-        lower: Lower::Random,
-    };
     if let Ok(reports) = &reports {
         let fast_seconds = reports.last().expect("level 0 at least").seconds;
-        for &way in ways.iter().filter(|&&w| w != fast) {
+        for &way in ways.iter().filter(|&&w| w != FAST_RANDOM) {
             note(&format!("calibrating: level {max_seeds} built {way}"));
             let level = crate::db::layout::level_path(&db_dir(&scratch, rules, pits), max_seeds);
             let _ = std::fs::remove_file(&level);

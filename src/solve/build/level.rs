@@ -72,10 +72,6 @@ impl<M: Comm> Builder<'_, M> {
             StateKind::Compact => self.solve::<Compact>(n, lower, spill)?,
             StateKind::Lean => self.solve_lean(n, lower)?,
         };
-        let solved = Solved {
-            way: LevelMethod { state, lower },
-            ..solved
-        };
         self.finish_level(n, values, lower)?;
         Ok(Solved { way, ..solved })
     }

@@ -218,12 +218,7 @@ impl<E: Settle> Backward<'_, E> {
     /// Settles the positions of `range` (indices of the level, held here) that threshold
     /// `t` seeds, and everything they settle here in turn. Returns the positions handled.
     pub(crate) fn seed_range(&self, t: i8, range: Range<u64>, work: &mut Buffers) -> u64 {
-        with_pits!(self.index.pits_per_side(), P => self.seed_range_p::<P>(t, range, work))
-    }
-
-    /// [`Backward::seed_range`] with the pits per side, `P`, known at compile time.
-    fn seed_range_p<const P: usize>(&self, t: i8, range: Range<u64>, work: &mut Buffers) -> u64 {
-        E::seed_range::<P>(self, t, range, work)
+        with_pits!(self.index.pits_per_side(), P => E::seed_range::<P>(self, t, range, work))
     }
 
     /// Takes in what another rank sent about a position held here, `m`, at threshold `t`:

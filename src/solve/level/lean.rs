@@ -110,7 +110,7 @@ impl Bits {
 }
 
 fn unsettled(s: u64) -> bool {
-    s < WON
+    s == OPEN_NOT || s == OPEN
 }
 
 /// The lean state's forward pass with the lower levels read at random from `lower`: each
@@ -427,8 +427,8 @@ impl Settle for Lean {
                         work.stack.push((i, board, true));
                     }
                 } else {
-                    state.bits.change(at, |s| s == OPEN_NOT, OPEN);
-                    if state.bits.get(at) == OPEN {
+                    // Opened, unless settled already (by a cascade, or a threshold above).
+                    if state.bits.change(at, unsettled, OPEN) {
                         let board = *back.index.seek_p::<P>(&mut cursor, i);
                         let c = Check::new(i, 0, board, NO_PIT);
                         next_child::<Lean, P>(back, &c, 0, t, &mut work.queues());

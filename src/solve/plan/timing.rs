@@ -247,11 +247,22 @@ pub struct Measured {
     pub ways_from: Vec<(LevelMethod, Vec<usize>)>,
 }
 
+/// Whether a level's threads had their cores ([`BUSY_AT_LEAST`]), or it does not say.
+fn quiet(r: &LevelRate) -> bool {
+    r.busy().is_none_or(|b| b >= BUSY_AT_LEAST)
+}
+
+/// The seeds of `levels`, in order.
+fn sorted_seeds(levels: &[&LevelRate]) -> Vec<usize> {
+    let mut seeds: Vec<usize> = levels.iter().map(|r| r.seeds).collect();
+    seeds.sort();
+    seeds
+}
+
 /// The [`MEASURED_LEVELS`] largest levels of `set`, the quiet ones ([`BUSY_AT_LEAST`])
 /// where any of them is, largest first; and the others of them.
 #[allow(clippy::type_complexity)]
 fn largest(mut set: Vec<&LevelRate>) -> (Vec<&LevelRate>, Vec<&LevelRate>) {
-    let quiet = |r: &LevelRate| r.busy().is_none_or(|b| b >= BUSY_AT_LEAST);
     set.sort_by_key(|r| std::cmp::Reverse(r.positions));
     set.truncate(MEASURED_LEVELS);
     let any_quiet = set.iter().any(|r| quiet(r));
@@ -275,7 +286,6 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
         .filter(|r| r.seeds <= index.max_seeds() && index.level_size(r.seeds) == r.positions)
         .filter(|r| r.positions >= MEASURED_FROM)
         .collect();
-    let quiet = |r: &LevelRate| r.busy().is_none_or(|b| b >= BUSY_AT_LEAST);
     let way_of = |r: &LevelRate| LevelMethod {
         state: r.state,
         lower: r.lower,
@@ -326,9 +336,7 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
                     .collect(),
             );
             ways = ways.with(way, factor);
-            let mut seeds: Vec<usize> = built.iter().map(|r| r.seeds).collect();
-            seeds.sort();
-            ways_from.push((way, seeds));
+            ways_from.push((way, sorted_seeds(&built)));
         }
     }
     let (used, left_out) = largest(large);
@@ -343,10 +351,6 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
         )
     };
     let (rate, by_wall) = (referred(true), referred(false));
-    let mut seeds: Vec<usize> = used.iter().map(|r| r.seeds).collect();
-    seeds.sort();
-    let mut left: Vec<usize> = left_out.iter().map(|r| r.seeds).collect();
-    left.sort();
     let mut disturbed: Vec<(usize, f64)> = used
         .iter()
         .filter_map(|r| {
@@ -362,10 +366,10 @@ pub fn measured_rate(levels: &[LevelRate], index: &Index) -> Option<Measured> {
             level_size: top,
             ways,
         },
-        levels: seeds,
+        levels: sorted_seeds(&used),
         threads: used.iter().map(|r| r.threads).max().unwrap_or(1),
         disturbed,
-        left_out: left,
+        left_out: sorted_seeds(&left_out),
         by_wall,
         ways_from,
     })
