@@ -301,7 +301,7 @@ impl<M: Comm> Builder<'_, M> {
             }
             Lower::Stream => {
                 let part = self.partition(n, &bar);
-                forward_stream(&part, &self.lower, Window::WHOLE)?
+                forward_stream(&part, &self.lower, Window::WHOLE, &[])?
             }
         };
         let mut checkpoints = self.checkpoints(n, Some(&bar));
@@ -337,7 +337,9 @@ impl<M: Comm> Builder<'_, M> {
                 exits_random(rules, index, n, &below[..], &files.exits, &bar)
             }
             Lower::Stream => {
-                let made = exits_stream(&part, &self.lower, &files.exits);
+                // The raises kept for later windows: unnamed files beside the exits file.
+                let [scratch, _] = lean_paths(&self.dir, n, self.part());
+                let made = exits_stream(&part, &self.lower, &files.exits, &scratch);
                 // The stream read the lower levels' files: let their pages go.
                 self.lower.release();
                 made

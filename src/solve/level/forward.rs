@@ -10,16 +10,17 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::message;
+use super::raises::{push_raise, Spilled};
 use super::rounds::Partition;
 use super::state::{exit_and_stay, Encoding, State};
-use crate::db::layout::{owner, slice};
+use crate::db::layout::{self, owner};
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::Rules;
 use crate::game::scan::{
     lowest_captured_level, scan_exits, scan_uncaptures, LowerRun, LowerValues, Stream,
 };
-use crate::solve::comm::Comm;
+use crate::solve::comm::{together, Comm};
 use crate::util::{prefetch, LevelBar, CHUNK};
 
 /// Positions per stripe of a forward pass that spills its state (32 MiB of fast state; a
@@ -135,14 +136,17 @@ pub const ROUND: u64 = if cfg!(test) { 1 << 12 } else { 1 << 18 };
 /// read (on every rank at once).
 ///
 /// With a `window` other than [`Window::WHOLE`], the state holds only that window of each
-/// rank's slice (the lean state's forward pass, DESIGN.md section 5.6): a parent in
-/// another window is passed over (another call makes it), and one in another rank's slice
-/// is sent only if it lies in that rank's window of the same number.
+/// rank's slice (the lean state's forward pass, DESIGN.md section 5.6), the first: a
+/// parent in another window of this rank's slice is kept in that window's file of
+/// `spills` (window `k` in `spills[k - 1]`), which [`forward_spilled`] then takes up; one
+/// in another rank's slice is sent to that rank, which holds or keeps it alike.
 pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
     part: &Partition<M>,
     lower: &S,
     window: Window,
+    spills: &[Spilled],
 ) -> Result<Forwarded<E>> {
+    assert!(window.k == 0 && spills.len() + 1 == window.count);
     let start = Instant::now();
     let (comm, rules, index, n) = (part.comm, part.rules, part.index, part.n);
     let (rank, ranks) = (comm.rank(), comm.size());
@@ -158,7 +162,7 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
         progress.inc(done * half / held.max(1))
     });
     let levels = || lowest_captured_level(index.pits_per_side(), n)..n.saturating_sub(1);
-    let slice_of = |m: usize, r: usize| slice(index.level_size(m), ranks, r);
+    let slice_of = |m: usize, r: usize| layout::slice(index.level_size(m), ranks, r);
     let total: u64 = levels()
         .map(|m| slice_of(m, rank).end - slice_of(m, rank).start)
         .sum();
@@ -188,6 +192,22 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
         _ => (0..ranks).map(|r| pieces_of(r).count()).max().unwrap_or(0),
     };
     let base = mine.start;
+    let slice = part.mine.clone();
+    let slice_len = slice.end - slice.start;
+    // Where a raise of this rank's slice outside the window held goes: the window's file,
+    // at its offset in the window.
+    let keep = |qi: u64, x: i8, kept: &mut [Vec<u8>]| {
+        let at = qi - slice.start;
+        let k = owner(at, slice_len, window.count);
+        let first = layout::slice(slice_len, window.count, k).start;
+        push_raise(&mut kept[k - 1], at - first, x);
+    };
+    let keep_all = |kept: &mut [Vec<u8>]| {
+        spills
+            .iter()
+            .zip(kept.iter_mut())
+            .try_for_each(|(spill, k)| spill.append(k))
+    };
     for round in 0..count {
         let pieces = rounds.get(round).copied().unwrap_or_default();
         let sent: Mutex<Vec<Vec<u8>>> = Mutex::new(vec![Vec::new(); ranks]);
@@ -197,8 +217,14 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
             (0..(piece.end - piece.start).div_ceil(CHUNK))
                 .into_par_iter()
                 .try_for_each_init(
-                    || (Vec::new(), vec![Vec::new(); ranks]),
-                    |(values, out): &mut (Vec<u8>, Vec<Vec<u8>>), c| {
+                    || {
+                        (
+                            Vec::new(),
+                            vec![Vec::new(); ranks],
+                            vec![Vec::new(); spills.len()],
+                        )
+                    },
+                    |(values, out, kept): &mut (Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>), c| {
                         let first = piece.start + c * CHUNK;
                         let end = (first + CHUNK).min(piece.end);
                         values.resize((end - first) as usize, 0);
@@ -215,7 +241,7 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
                             scan_uncaptures(rules, index, n, run, touch, apply);
                         } else {
                             // A window, or ranks: a parent not held here is another
-                            // window's (passed over) or another rank's (sent).
+                            // window's (kept) or another rank's (sent).
                             let touch = |qi: u64| {
                                 if qi.wrapping_sub(base) < held {
                                     prefetch(state.exit_addr((qi - base) as usize));
@@ -224,18 +250,16 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
                             let apply = |qi: u64, x: i8, _| {
                                 if qi.wrapping_sub(base) < held {
                                     state.raise((qi - base) as usize, x);
-                                } else if ranks > 1 {
-                                    let to = owner(qi, size, ranks);
-                                    if whole
-                                        || (to != rank
-                                            && window.of(slice(size, ranks, to)).contains(&qi))
-                                    {
-                                        let word = message::raise(qi, x);
-                                        out[to].extend_from_slice(&word.to_le_bytes());
-                                    }
+                                } else if slice.contains(&qi) {
+                                    keep(qi, x, kept);
+                                } else {
+                                    let word = message::raise(qi, x);
+                                    out[owner(qi, size, ranks)]
+                                        .extend_from_slice(&word.to_le_bytes());
                                 }
                             };
                             scan_uncaptures(rules, index, n, run, touch, apply);
+                            keep_all(kept)?;
                         }
                         progress.inc(
                             ((end - first) as u128 * (held - half) as u128 / total as u128) as u64,
@@ -254,15 +278,29 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
         if comm.sum(read.is_err() as u64) > 0 {
             read?;
             return Err(Error::Input(
-                "another rank could not read its slices of the lower levels".into(),
+                "another rank could not read its slices of the lower levels or keep its \
+                 raises"
+                    .into(),
             ));
         }
         let got = comm.exchange(sent.into_inner().unwrap());
-        got.bytes().par_chunks(8 * CHUNK as usize).for_each(|part| {
-            for (qi, x) in message::words(part).map(message::raised) {
-                state.raise((qi - base) as usize, x);
-            }
-        });
+        let kept = got
+            .bytes()
+            .par_chunks(8 * CHUNK as usize)
+            .try_for_each_init(
+                || vec![Vec::new(); spills.len()],
+                |kept, got| {
+                    for (qi, x) in message::words(got).map(message::raised) {
+                        if qi.wrapping_sub(base) < held {
+                            state.raise((qi - base) as usize, x);
+                        } else {
+                            keep(qi, x, kept);
+                        }
+                    }
+                    keep_all(kept)
+                },
+            );
+        together(comm, kept, "could not keep the raises of a later window")?;
     }
     let mut state = state;
     let present = state.survey(0..held as usize);
@@ -273,8 +311,32 @@ pub(crate) fn forward_stream<E: Encoding, M: Comm, S: Stream + ?Sized>(
     })
 }
 
+/// The state of window `window` (not the first) of this rank's slice after the forward
+/// pass: its own moves, and the raises [`forward_stream`] kept for it in `spilled`.
+pub(crate) fn forward_spilled<E: Encoding, M: Comm>(
+    part: &Partition<M>,
+    window: Window,
+    spilled: Spilled,
+) -> Result<State<E>> {
+    let mine = window.of(part.mine.clone());
+    let held = mine.end - mine.start;
+    let state = State::<E>::new(held);
+    let (progress, half) = (part.progress, held / 2);
+    state.own_moves(
+        part.rules,
+        part.index,
+        part.n,
+        mine.clone(),
+        mine.start,
+        |done| progress.inc(done * half / held.max(1)),
+    );
+    spilled.apply(&state)?;
+    progress.inc(held - half);
+    Ok(state)
+}
+
 /// Which part of each rank's slice of a level a forward pass holds: window `k` of the
-/// slice cut into `count` windows as ranks cut a level ([`slice()`]).
+/// slice cut into `count` windows as ranks cut a level ([`layout::slice`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Window {
     pub(crate) k: usize,
@@ -287,7 +349,7 @@ impl Window {
 
     /// The window of `range`.
     pub(crate) fn of(self, range: Range<u64>) -> Range<u64> {
-        let cut = slice(range.end - range.start, self.count, self.k);
+        let cut = layout::slice(range.end - range.start, self.count, self.k);
         range.start + cut.start..range.start + cut.end
     }
 }

@@ -62,6 +62,23 @@ impl StateKind {
         }
     }
 
+    /// Bytes of disk the state takes beside a level (or slice) of `positions` positions of
+    /// `seeds` seeds while it is built, at the most: the lean state's two files (a byte a
+    /// position each), or with the lower levels streamed, if more, its exits file and the
+    /// raises its forward pass keeps for the windows after the first (DESIGN.md section
+    /// 5.6), counted at [`RAISES_PER_POSITION`]. None for the others.
+    pub fn scratch_bytes(self, positions: u64, seeds: usize, lower: Lower) -> u64 {
+        match (self, lower) {
+            (StateKind::Lean, Lower::Random) => 2 * positions,
+            (StateKind::Lean, Lower::Stream) => {
+                let count = lean_windows(byte_state(seeds), positions) as f64;
+                let kept = positions as f64 * RAISES_PER_POSITION * (count - 1.0) / count;
+                (2 * positions).max(positions + (kept * RAISE_BYTES as f64) as u64)
+            }
+            _ => 0,
+        }
+    }
+
     /// Bytes per position of the state's cells, besides the threshold map's bit: each
     /// encoding's `Encoding::BYTES` is this.
     pub(crate) const fn cell_bytes(self) -> usize {
@@ -102,6 +119,14 @@ impl StateKind {
         }
     }
 }
+
+/// Raises a streamed forward pass hands to the positions of a level per position (its
+/// un-captures into it), as [`StateKind::scratch_bytes`] counts them: measured on 2x6
+/// Awari 0.63 at level 22, 0.66 at 25, 0.68 at 28, slowly growing.
+pub(crate) const RAISES_PER_POSITION: f64 = 0.8;
+
+/// Bytes a raise kept on disk for a later window takes (`raises.rs`).
+pub(crate) const RAISE_BYTES: usize = 6;
 
 /// The smallest state of whole bytes per position that holds a level of `seeds` seeds:
 /// compact, or fast above the compact state's 56. The lean state's streamed forward pass

@@ -39,9 +39,10 @@ use super::backward::{
     NO_PIT,
 };
 use super::cells::Cells;
-use super::forward::{forward_stream, Window};
+use super::forward::{forward_spilled, forward_stream, Window};
+use super::raises::Spilled;
 use super::rounds::Partition;
-use super::state::{exit_and_stay, threshold_bit, Encoding};
+use super::state::{exit_and_stay, threshold_bit, Encoding, State};
 use super::{byte_state, lean_windows, Compact, Fast, StateKind, Values};
 use crate::db::checkpoint::{lean_checksum, write_checkpoint, Checkpoint, CheckpointHeader};
 use crate::db::layout::largest_slice;
@@ -49,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::rules::{Board, Rules};
 use crate::game::scan::{scan_exits, LowerValues, Stream, NO_EXIT};
-use crate::solve::comm::Comm;
+use crate::solve::comm::{together, Comm};
 use crate::util::{LevelBar, BATCH, CHUNK};
 
 /// Unsettled, not open to a loss at this threshold.
@@ -63,6 +64,9 @@ const LOST: u64 = 3;
 
 /// Positions per word of the state (`StateKind::bytes` counts such words).
 const PER_WORD: u64 = 32;
+
+/// The high bit of each position's two in a word: set where it is settled (won or lost).
+const SETTLED_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 
 /// Exits scanned at once when a threshold seeds: most such blocks hold no exit of `t` or
 /// `-t`, and are passed over in vector compares.
@@ -82,6 +86,12 @@ impl Bits {
             cells: Cells::zeroed(len.div_ceil(PER_WORD) as usize * 8)?,
             len,
         })
+    }
+
+    /// The words of the positions `at` (from a multiple of [`PER_WORD`]).
+    fn words(&self, at: Range<u64>) -> &[AtomicU64] {
+        debug_assert_eq!(at.start % PER_WORD, 0);
+        &self.cells.words()[(at.start / PER_WORD) as usize..at.end.div_ceil(PER_WORD) as usize]
     }
 
     #[inline(always)]
@@ -148,16 +158,20 @@ fn file_error(n: usize, what: &str, e: std::io::Error) -> Error {
 
 /// The lean state's forward pass with the lower levels read as streams: the best exits of
 /// this rank's slice of the level (`part.mine`) into `exits` (from its start, as
-/// [`exits_random`] writes them), made window by window ([`lean_windows`]), each window a
-/// streamed forward pass ([`forward_stream`]) that holds that window's state alone.
+/// [`exits_random`] writes them), made window by window ([`lean_windows`]): the lower
+/// levels are streamed once ([`forward_stream`]) into the first window's state, the raises
+/// of each other window kept in a file of its own (unnamed, made at `scratch` with the
+/// window's number), which then makes that window's exits with its own moves
+/// ([`forward_spilled`]).
 pub(crate) fn exits_stream<M: Comm, S: Stream + ?Sized>(
     part: &Partition<M>,
     lower: &S,
     exits: &File,
+    scratch: &Path,
 ) -> Result<()> {
     match byte_state(part.n) {
-        StateKind::Compact => exits_stream_with::<Compact, M, S>(part, lower, exits),
-        _ => exits_stream_with::<Fast, M, S>(part, lower, exits),
+        StateKind::Compact => exits_stream_with::<Compact, M, S>(part, lower, exits, scratch),
+        _ => exits_stream_with::<Fast, M, S>(part, lower, exits, scratch),
     }
 }
 
@@ -166,32 +180,59 @@ fn exits_stream_with<E: Encoding, M: Comm, S: Stream + ?Sized>(
     part: &Partition<M>,
     lower: &S,
     exits: &File,
+    scratch: &Path,
 ) -> Result<()> {
     // Every rank makes as many windows as the largest slice needs, so that all run the
     // same rounds.
     let size = part.index.level_size(part.n);
     let count = lean_windows(E::KIND, largest_slice(size, part.comm.size()));
-    for k in 0..count {
+    if largest_slice(size, part.comm.size()).div_ceil(count as u64) >> 40 != 0 {
+        // A kept raise names its position in 40 bits; such a window's state would take
+        // more than a terabyte.
+        return Err(Error::Input(format!(
+            "level {}: a window of the lean state's forward pass would hold 2^40 positions              or more; build it over more ranks",
+            part.n
+        )));
+    }
+    let spills = (1..count)
+        .map(|k| Spilled::new(&scratch.with_extension(format!("raises{k}"))))
+        .collect::<Result<Vec<_>>>();
+    let spills = together(part.comm, spills, "could not make their files of raises")?;
+    let first = Window { k: 0, count };
+    let forwarded = forward_stream::<E, M, S>(part, lower, first, &spills)?;
+    write_exits(part, first, &forwarded.state, exits)?;
+    drop(forwarded);
+    for (k, spilled) in (1..count).zip(spills) {
         let window = Window { k, count };
-        let made = window.of(part.mine.clone());
-        let forwarded = forward_stream::<E, M, S>(part, lower, window)?;
-        let state = &forwarded.state;
-        let at = made.start - part.mine.start;
-        let len = made.end - made.start;
-        (0..len.div_ceil(CHUNK))
-            .into_par_iter()
-            .try_for_each_init(Vec::new, |buf, c| {
-                let first = c * CHUNK;
-                buf.resize(CHUNK.min(len - first) as usize, 0u8);
-                for (j, b) in buf.iter_mut().enumerate() {
-                    let e = state.exit(first as usize + j).load(Relaxed) as i8;
-                    *b = if E::no_exit(e) { NO_EXIT } else { e } as u8;
-                }
-                exits.write_all_at(buf, at + first)
-            })
-            .map_err(|e| file_error(part.n, "exits", e))?;
+        let state = forward_spilled::<E, M>(part, window, spilled)?;
+        write_exits(part, window, &state, exits)?;
     }
     Ok(())
+}
+
+/// Writes the best exits of `window` of this rank's slice, from its forward pass's
+/// `state`, to their place in `exits`.
+fn write_exits<E: Encoding, M: Comm>(
+    part: &Partition<M>,
+    window: Window,
+    state: &State<E>,
+    exits: &File,
+) -> Result<()> {
+    let made = window.of(part.mine.clone());
+    let at = made.start - part.mine.start;
+    let len = made.end - made.start;
+    (0..len.div_ceil(CHUNK))
+        .into_par_iter()
+        .try_for_each_init(Vec::new, |buf, c| {
+            let first = c * CHUNK;
+            buf.resize(CHUNK.min(len - first) as usize, 0u8);
+            for (j, b) in buf.iter_mut().enumerate() {
+                let e = state.exit(first as usize + j).load(Relaxed) as i8;
+                *b = if E::no_exit(e) { NO_EXIT } else { e } as u8;
+            }
+            exits.write_all_at(buf, at + first)
+        })
+        .map_err(|e| file_error(part.n, "exits", e))
 }
 
 /// The lean state's two files (DESIGN.md section 5.6), each one byte a position of the
@@ -208,6 +249,9 @@ pub(crate) struct LeanState {
     bits: Bits,
     /// Per chunk of [`CHUNK`] positions: whether one was settled since the last merge.
     dirty: Box<[AtomicBool]>,
+    /// Per chunk: the thresholds its exits seed at ([`threshold_bit`]), so that a
+    /// threshold reads only the chunks of the exits file where it seeds.
+    seeds: Box<[u64]>,
     files: LeanFiles,
     /// The level.
     n: usize,
@@ -222,8 +266,17 @@ impl LeanState {
     /// cascade may reach it. With the thresholds at which some position held may seed
     /// (those of its exits).
     pub(crate) fn fresh(files: LeanFiles, n: usize, held: u64) -> Result<(LeanState, u64)> {
-        let state = LeanState::new(files, n, held)?;
-        let present = (0..held.div_ceil(CHUNK))
+        let mut state = LeanState::new(files, n, held)?;
+        state.survey(true)?;
+        let present = state.seeds.iter().fold(0, |a, b| a | b);
+        Ok((state, present))
+    }
+
+    /// Reads the exits file for the thresholds each chunk seeds at, and with `open`,
+    /// opens to a loss every position without an exit.
+    fn survey(&mut self, open: bool) -> Result<()> {
+        let (held, state) = (self.bits.len, &*self);
+        let seeds = (0..held.div_ceil(CHUNK))
             .into_par_iter()
             .map_init(Vec::new, |b: &mut Vec<u8>, c| {
                 let first = c * CHUNK;
@@ -232,15 +285,18 @@ impl LeanState {
                 for (j, &b) in b.iter().enumerate() {
                     let b = b as i8;
                     if b == NO_EXIT {
-                        state.bits.change(first + j as u64, |_| true, OPEN);
+                        if open {
+                            state.bits.change(first + j as u64, |_| true, OPEN);
+                        }
                     } else if b != 0 {
                         present |= threshold_bit(b);
                     }
                 }
                 Ok(present)
             })
-            .try_reduce(|| 0, |a, b| Ok(a | b))?;
-        Ok((state, present))
+            .collect::<Result<Vec<u64>>>()?;
+        self.seeds = seeds.into_boxed_slice();
+        Ok(())
     }
 
     /// The state `checkpoint` holds (at threshold `head.next`, its first `head.segment`
@@ -267,6 +323,7 @@ impl LeanState {
                 ),
             ));
         }
+        state.survey(false)?;
         let next = head.next;
         let (held, values) = (head.held, &state.files.values);
         (0..held.div_ceil(CHUNK))
@@ -305,6 +362,7 @@ impl LeanState {
             dirty: (0..held.div_ceil(CHUNK))
                 .map(|_| AtomicBool::new(false))
                 .collect(),
+            seeds: Box::default(),
             files,
             n,
             failed: Mutex::new(None),
@@ -353,12 +411,19 @@ impl LeanState {
                 values
                     .read_exact_at(buf, first)
                     .map_err(|e| state.io("values", e))?;
-                for (j, v) in buf.iter_mut().enumerate() {
-                    if *v == 0 {
-                        match state.bits.get(first + j as u64) {
-                            WON => *v = t as u8,
-                            LOST => *v = (-t) as u8,
-                            _ => {}
+                // A word at a time: most hold no position settled, and those that do
+                // are visited by their settled bits alone.
+                let words = state.bits.words(first..first + buf.len() as u64);
+                for (k, word) in words.iter().enumerate() {
+                    let w = word.load(Relaxed);
+                    let mut settled = w & SETTLED_BITS;
+                    while settled != 0 {
+                        let bit = settled.trailing_zeros();
+                        settled &= settled - 1;
+                        let v = &mut buf[k * PER_WORD as usize + bit as usize / 2];
+                        if *v == 0 {
+                            let lost = (w >> (bit - 1)) & 3 == LOST;
+                            *v = if lost { -t } else { t } as u8;
                         }
                     }
                 }
@@ -398,6 +463,9 @@ impl Settle for Lean {
     ) -> u64 {
         let state = back.state;
         let at0 = range.start - back.base;
+        if state.seeds[(at0 / CHUNK) as usize] & threshold_bit(t) == 0 {
+            return 0;
+        }
         let mut exits = std::mem::take(&mut work.exits);
         if let Err(e) = state.read_exits(&mut exits, at0..range.end - back.base) {
             state.failed.lock().unwrap().get_or_insert(e);

@@ -43,6 +43,7 @@ mod forward;
 mod kind;
 mod lean;
 pub(crate) mod message;
+mod raises;
 mod rounds;
 mod state;
 

@@ -14,7 +14,7 @@ use crate::db::raw::PAYLOAD_OFFSET;
 use crate::error::{Error, Result};
 use crate::game::index::Index;
 use crate::game::scan::lowest_captured_level;
-use crate::solve::level::{Lower, StateKind};
+use crate::solve::level::Lower;
 
 /// Packed size against raw, when no pack of the database has been measured: levels
 /// 16..=24 of Awari with the exit model (GUIDE.md, "Packing and sharing").
@@ -63,8 +63,9 @@ pub struct LevelPlan {
     /// Disk the level's checkpoints take at their peak (0 without checkpoints): two of the
     /// rank's state while the newer is written and the older not yet removed.
     pub checkpoints: u64,
-    /// Disk the lean state's two files take beside the level while it is built (two bytes
-    /// a position held, checkpoints or not), or 0.
+    /// Disk the lean state's files take beside the level while it is built (two bytes a
+    /// position held, or streamed, if more, its exits and the raises kept for its later
+    /// windows: [`StateKind::scratch_bytes`]), or 0.
     pub scratch: u64,
     /// Expected wall time of the level, at the plan's rate.
     pub seconds: Option<f64>,
@@ -203,8 +204,8 @@ pub fn plan(
             let LevelMethod { state, lower } = chosen;
             let buffers = if lower == Lower::Stream { buffers } else { 0 };
             let held = state.peak_bytes(slice, n, lower);
+            let scratch = state.scratch_bytes(slice, n, lower);
             let lower = if lower == Lower::Random { reach } else { 0 };
-            let lean = state == StateKind::Lean;
             let mut level = LevelPlan {
                 seeds: n,
                 positions,
@@ -220,7 +221,7 @@ pub fn plan(
                     false => 0,
                     true => 2 * (PAYLOAD_OFFSET as u64 + state.checkpoint_bytes(slice)),
                 },
-                scratch: if lean { 2 * slice } else { 0 },
+                scratch,
                 seconds: rate.map(|r| {
                     let per_thread = rate_at(r.per_thread, r.level_size, positions);
                     positions as f64 / (per_thread * threads) * r.ways.of(chosen)

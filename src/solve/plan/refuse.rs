@@ -76,10 +76,10 @@ pub fn check_level_fits(
     }
     // A spilled state lies on disk beside the level until the backward pass; a packed
     // level is written from memory, about half the raw size (the plain model).
-    // The lean state's two files lie beside it (DESIGN.md section 5.6).
+    // The lean state's files lie beside it (DESIGN.md section 5.6).
     let level = if packed { positions / 2 } else { positions };
     let scratch = match kind {
-        StateKind::Lean => 2 * positions,
+        StateKind::Lean => kind.scratch_bytes(positions, n, lower),
         _ if spill => state,
         _ => 0,
     };
@@ -125,12 +125,8 @@ pub fn check_slice_fits(
             )));
         }
     }
-    // The lean state's two files lie beside the slice (DESIGN.md section 5.6).
-    let scratch = if kind == StateKind::Lean {
-        2 * slice
-    } else {
-        0
-    };
+    // The lean state's files lie beside the slice (DESIGN.md section 5.6).
+    let scratch = kind.scratch_bytes(slice, n, Lower::Stream);
     let file = PAYLOAD_OFFSET as u64 + slice + scratch;
     if let Some(free) = disk_available(dir) {
         if file > free {

@@ -81,7 +81,7 @@ fn lean_levels_are_the_fast_ones() {
                 let below = &all[..n];
                 let part = whole(rules, &index, n, &bar);
                 let random = |f: &File| exits_random(rules, &index, n, below, f, &bar);
-                let stream = |f: &File| exits_stream(&part, below, f);
+                let stream = |f: &File| exits_stream(&part, below, f, &dir.path().join("x.exits"));
                 let a = solve(&part, files(dir.path()), random, &mut NoSaves);
                 let b = solve(&part, files(dir.path()), stream, &mut NoSaves);
                 for (got, how) in [(a, "random"), (b, "stream")] {
