@@ -91,7 +91,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    // Standard output's failures other than a closed pipe, said once the work is done.
+    let run = run(cli).and_then(|()| match cmd::out::failure() {
+        Some(e) => Err(anyhow::Error::new(e).context("could not write standard output")),
+        None => Ok(()),
+    });
+    match run {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that stopped early (`awari play | head`): nothing left to say.
         Err(e)
@@ -190,7 +195,7 @@ fn arguments() {
                 "kind": kind,
                 "help": help,
             });
-            println!("{line}");
+            cmd::out::line(format_args!("{line}"));
         }
     }
 }

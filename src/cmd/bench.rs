@@ -86,12 +86,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         max_seeds,
         threads: threads.clone(),
     };
-    eprintln!(
+    warn!(
         "benchmark: {rules} levels 0..={max_seeds}, {pits} pits per side, threads {threads:?}, scratch {}",
         scratch.display()
     );
     let runs = bench(&opts, |t, r| {
-        eprintln!("  threads {t}: level {:>3} {:>8.2} s", r.seeds, r.seconds)
+        warn!("  threads {t}: level {:>3} {:>8.2} s", r.seeds, r.seconds)
     })?;
     let _ = std::fs::remove_dir(&scratch);
     // One run's cells of a row: seconds, positions/s/thread, peak MB.
@@ -117,7 +117,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if runs.len() > 1 {
         head += &format!(" {:>8}", format!("{}t/{}t", last.threads, first.threads));
     }
-    println!("{head}");
+    say!("{head}");
     for n in 0..=max_seeds {
         let positions = first.levels[n].stats.positions;
         let mut line = format!("{:>5} {:>15}", n, group(positions));
@@ -131,7 +131,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 first.levels[n].seconds / last.levels[n].seconds.max(1e-9)
             );
         }
-        println!("{line}");
+        say!("{line}");
     }
     let positions: u64 = first.levels.iter().map(|l| l.stats.positions).sum();
     let mut line = format!("{:>5} {:>15}", "total", group(positions));
@@ -141,16 +141,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if runs.len() > 1 {
         line += &format!(" {:>8.2}", first.seconds / last.seconds.max(1e-9));
     }
-    println!("{line}");
+    say!("{line}");
     let same = runs.iter().all(|r| r.checksums == first.checksums);
-    println!(
+    say!(
         "level files identical across thread counts: {}",
         if same { "yes" } else { "NO" }
     );
     if let Some(path) = csv {
         std::fs::write(&path, to_csv(&runs))
             .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        warn!("wrote {}", path.display());
     }
     if !same {
         bail!("thread counts wrote different level files: the builder is not deterministic");
@@ -171,13 +171,13 @@ fn probe_bench(
     }
     Index::new(pits, max_seeds)?;
     let tb = awari::Tablebase::open_rules(dir, rules)?;
-    eprintln!(
+    warn!(
         "probing {} random positions of {rules}-{pits} levels 0..={max_seeds} under {}",
         group(samples as u64),
         dir.display()
     );
     let r = probe_latency(&tb, pits, max_seeds, samples, 1)?;
-    println!(
+    say!(
         "{} probes of levels 0..={max_seeds} ({} raw, {} packed), warm: p50 {:.3} us, p99 {:.3} us, mean {:.3} us",
         group(r.samples as u64),
         max_seeds + 1 - r.packed_levels,

@@ -220,7 +220,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             opts.pack,
         )?;
     }
-    eprintln!(
+    warn!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
         db.rules(),
         db.pits(),
@@ -228,7 +228,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     );
     interrupt::install();
     let started = std::time::Instant::now();
-    println!(
+    say!(
         "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
         "level",
         "positions",
@@ -258,7 +258,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
                 ),
             )
         };
-        println!(
+        say!(
             "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6.2} {:>6.2} {:>6.2}  {}",
             r.seeds,
             group(s.positions),
@@ -274,7 +274,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             way_said(r)
         );
     };
-    let reports = pool.install(|| build(&opts, print, |w| eprintln!("warning: {w}")));
+    let reports = pool.install(|| build(&opts, print, |w| warn!("warning: {w}")));
     let reports = match reports {
         // Another build's folder: this one never started.
         Err(e @ awari::Error::Busy { .. }) => return Err(e.into()),
@@ -283,7 +283,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     let built: Vec<_> = reports.iter().filter(|r| !r.skipped).collect();
     let positions: u64 = built.iter().map(|r| r.stats.positions).sum();
     let secs = started.elapsed().as_secs_f64();
-    println!(
+    say!(
         "total: {} levels built ({} kept), {} positions in {:.2} s, {:.0} positions/s/thread",
         built.len(),
         reports.len() - built.len(),
@@ -300,7 +300,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             force,
             progress: std::io::stderr().is_terminal(),
         };
-        eprintln!("distance tables of levels 0..={max_seeds}");
+        warn!("distance tables of levels 0..={max_seeds}");
         pool.install(|| super::dtc::make_and_print(&opts, threads))?;
     }
     Ok(())
@@ -351,21 +351,26 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         .build_global()
         .context("cannot start the rank's threads")?;
     if rank == 0 {
-        eprintln!(
+        warn!(
             "building {} levels 0..={} over {ranks} rank(s) ({here} on this node), {} pits per side, into {}, {threads} thread(s) per rank",
             args.db.rules(),
             args.max_seeds,
             args.db.pits(),
             dir.display()
         );
-        println!(
+        say!(
             "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}  state",
-            "level", "positions", "slice", "seconds", "bytes sent", "peak RSS"
+            "level",
+            "positions",
+            "slice",
+            "seconds",
+            "bytes sent",
+            "peak RSS"
         );
     }
     let print = |r: &LevelReport| {
         if rank == 0 {
-            println!(
+            say!(
                 "{:>5} {:>15} {:>15} {:>9} {:>14} {:>10}  {}",
                 r.seeds,
                 group(r.positions),
@@ -390,7 +395,7 @@ fn distributed(args: BuildArgs) -> anyhow::Result<()> {
         Ok(reports) => {
             let sent: u64 = reports.iter().map(|r| r.bytes_sent).sum();
             if rank == 0 {
-                println!(
+                say!(
                     "total: {} levels over {ranks} rank(s) in {:.2} s; rank 0 sent {} bytes; gather with `awari gather --from <the ranks' folders>`",
                     reports.len(),
                     started.elapsed().as_secs_f64(),
@@ -424,7 +429,7 @@ fn slice_said(r: &LevelReport) -> String {
     said
 }
 
-/// Prints a rank's line to stderr in one write: `eprintln!` writes each piece of its
+/// Prints a rank's line to stderr in one write: `warn!` writes each piece of its
 /// format separately, and the ranks share mpirun's stream, so their lines interleaved
 /// mid-word (a CI run read "error: rank error: rank 1 of 2: ...").
 #[cfg(feature = "mpi")]

@@ -48,7 +48,7 @@ pub fn run(args: DtcArgs) -> anyhow::Result<()> {
         progress: std::io::stderr().is_terminal(),
     };
     let dir = db.db_dir();
-    eprintln!(
+    warn!(
         "distance tables of {} levels in {} ({} pits per side) with {threads} thread(s)",
         db.rules(),
         dir.display(),
@@ -61,7 +61,7 @@ pub fn run(args: DtcArgs) -> anyhow::Result<()> {
 /// `awari build --dtc`), and the total; warnings on stderr.
 pub fn make_and_print(opts: &DtcOptions, threads: usize) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    println!(
+    say!(
         "{:>5} {:>15} {:>15} {:>7} {:>5} {:>9} {:>12} {:>9}",
         "level",
         "positions",
@@ -78,7 +78,7 @@ pub fn make_and_print(opts: &DtcOptions, threads: usize) -> anyhow::Result<()> {
         } else {
             format!("{:.0}", r.positions as f64 / r.seconds / threads as f64)
         };
-        println!(
+        say!(
             "{:>5} {:>15} {:>15} {:>7} {:>5} {:>9.2} {:>12} {:>9}",
             r.seeds,
             group(r.positions),
@@ -90,11 +90,11 @@ pub fn make_and_print(opts: &DtcOptions, threads: usize) -> anyhow::Result<()> {
             peak_rss().map_or("?".into(), bytes)
         );
     };
-    let warn = |w: &str| eprintln!("warning: {w}");
+    let warn = |w: &str| warn!("warning: {w}");
     let reports = make_tables(opts, print, warn)?;
     let made = reports.iter().filter(|r| !r.kept).count();
     let longest = reports.iter().map(|r| r.longest).max().unwrap_or(0);
-    println!(
+    say!(
         "total: {} levels ({made} made, {} kept), longest distance {longest} plies, in {:.2} s",
         reports.len(),
         reports.len() - made,

@@ -39,7 +39,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let (pool, _) = threads.pool()?;
     let rows = pool.install(|| {
         awari::expert::romein_bal::export(db.dir(), db.rules(), db.pits(), &out, levels, |t| {
-            println!(
+            say!(
                 "level {:>3}: {} ({} bytes)",
                 t.seeds,
                 t.path.display(),
@@ -48,7 +48,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         })
     })?;
     let bytes: u64 = rows.iter().map(|t| t.bytes).sum();
-    println!(
+    say!(
         "exported {} levels, {} bytes, to {}",
         rows.len(),
         group(bytes),

@@ -52,7 +52,7 @@ pub fn run(args: GatherArgs) -> anyhow::Result<()> {
         }
         Ok(())
     })?;
-    println!(
+    say!(
         "gathered {} levels ({}..={}) into {}{}",
         levels.len(),
         levels.first().copied().unwrap_or(0),

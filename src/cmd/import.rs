@@ -59,7 +59,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
     let opts = ImportOptions { pack, force };
     let rows = pool.install(|| {
         import(db.dir(), db.rules(), db.pits(), &from, &opts, |t| {
-            println!(
+            say!(
                 "level {:>3}: {} positions -> {} ({} bytes)",
                 t.seeds,
                 group(t.positions),
@@ -68,7 +68,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<()> {
             )
         })
     })?;
-    println!(
+    say!(
         "imported {} levels into {}",
         rows.len(),
         db.db_dir().display()

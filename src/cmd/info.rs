@@ -40,9 +40,16 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     if levels.is_empty() {
         bail!("no levels under {}", dir.display());
     }
-    println!(
+    say!(
         "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7} {:>5}  checksum",
-        "rules", "P", "level", "positions", "kind", "bytes", "ratio", "model"
+        "rules",
+        "P",
+        "level",
+        "positions",
+        "kind",
+        "bytes",
+        "ratio",
+        "model"
     );
     let mut bad = 0;
     for l in &levels {
@@ -54,7 +61,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
                 format!("BAD: {p}")
             }
         };
-        println!(
+        say!(
             "{:>6} {:>3} {:>5} {:>15} {:>6} {:>15} {:>7.2} {:>5}  {state}",
             l.rules.name(),
             l.pits,
@@ -72,7 +79,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     }
     let raw: u64 = levels.iter().map(|l| l.raw_bytes).sum();
     let bytes: u64 = levels.iter().map(|l| l.bytes).sum();
-    println!(
+    say!(
         "total: {} level files{}, {} bytes on disk ({} raw, ratio {:.2}){}",
         levels.iter().filter(|l| !l.table).count(),
         match levels.iter().filter(|l| l.table).count() {

@@ -2,6 +2,30 @@
 //! (call the library, print). The flags that several subcommands share are defined once
 //! here.
 
+/// `say!` that never panics: [`out::line`].
+macro_rules! say {
+    () => {
+        $crate::cmd::out::line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cmd::out::line(format_args!($($arg)*))
+    };
+}
+
+/// `print!` that never panics, flushed at once: [`out::part`].
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        $crate::cmd::out::part(format_args!($($arg)*))
+    };
+}
+
+/// `warn!` that never panics: [`out::warn`].
+macro_rules! warn {
+    ($($arg:tt)*) => {
+        $crate::cmd::out::warn(format_args!($($arg)*))
+    };
+}
+
 pub mod bench;
 pub mod build;
 pub mod count;
@@ -11,6 +35,7 @@ pub mod gather;
 pub mod import;
 pub mod info;
 pub mod interrupt;
+pub mod out;
 pub mod pack;
 pub mod plan;
 pub mod play;

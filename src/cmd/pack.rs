@@ -99,7 +99,7 @@ fn levels_to_do(
 }
 
 pub(super) fn print_pack_row(r: &PackReport) {
-    println!(
+    say!(
         "{:>5} {:>15} {:>15} {:>15} {:>7.2} {:>9.2}  {}",
         r.seeds,
         group(r.positions),
@@ -114,7 +114,7 @@ pub(super) fn print_pack_row(r: &PackReport) {
 pub(super) fn print_pack_total(rows: &[PackReport]) {
     let raw: u64 = rows.iter().map(|r| r.raw_bytes).sum();
     let packed: u64 = rows.iter().map(|r| r.packed_bytes).sum();
-    println!(
+    say!(
         "total: {} files, {} raw bytes, {} packed bytes, ratio {:.2}",
         rows.len(),
         group(raw),
@@ -142,9 +142,14 @@ pub(super) fn each_level(
     let what = if packed { "awari unpack" } else { "awari pack" };
     let _lock = awari::expert::DirLock::acquire(&dir, what)?;
     let mut stack = LevelStack::new(&dir, db.rules(), db.pits(), keep)?;
-    println!(
+    say!(
         "{:>5} {:>15} {:>15} {:>15} {:>7} {:>9}  holds",
-        "level", "positions", "raw bytes", "packed bytes", "ratio", "seconds"
+        "level",
+        "positions",
+        "raw bytes",
+        "packed bytes",
+        "ratio",
+        "seconds"
     );
     let mut rows = Vec::new();
     for n in levels {

@@ -80,7 +80,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         rates: args.rates,
         dtc: args.dtc,
     };
-    let text = report(&opts, |line| eprintln!("{line}"))?;
-    print!("{text}");
+    let text = report(&opts, |line| warn!("{line}"))?;
+    say_part!("{text}");
     Ok(())
 }

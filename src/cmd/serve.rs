@@ -61,6 +61,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         );
         let _ = out.flush();
     })?;
-    eprintln!("stopped");
+    warn!("stopped");
     Ok(())
 }

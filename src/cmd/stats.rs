@@ -2,7 +2,6 @@
 //! values, and the distribution of values, as a table or JSON, and optionally an SVG chart;
 //! with `--dtc`, the same of the distances to conversion.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -58,16 +57,23 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     }
     let (pool, threads) = threads.pool()?;
     let dir = db.db_dir();
-    eprintln!(
+    warn!(
         "statistics of the {} levels in {} ({} pits per side) with {threads} thread(s)",
         db.rules(),
         dir.display(),
         db.pits()
     );
     let header = || {
-        println!(
+        say!(
             "{:>5} {:>15} {:>7} {:>7} {:>7} {:>8} {:>16} {:>16}",
-            "level", "positions", "won%", "drawn%", "lost%", "mean", "max (count)", "min (count)"
+            "level",
+            "positions",
+            "won%",
+            "drawn%",
+            "lost%",
+            "mean",
+            "max (count)",
+            "min (count)"
         )
     };
     let mut rows = 0;
@@ -80,25 +86,25 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
                     header();
                 }
                 rows += 1;
-                println!("{}", row(&s.seeds.to_string(), s));
+                say!("{}", row(&s.seeds.to_string(), s));
             }
         })
     })?;
     let total = LevelStats::total(&stats);
     if !json {
-        println!("{}", row("total", &total));
-        println!();
-        print!("{}", histogram_grid(&stats));
+        say!("{}", row("total", &total));
+        say!();
+        say_part!("{}", histogram_grid(&stats));
     }
     let distances = match dtc {
         false => None,
         true => {
             if !json {
-                println!();
-                println!(
+                say!();
+                say!(
                     "distances to conversion (plies to the next capture, both sides keeping the value)"
                 );
-                println!(
+                say!(
                     "{:>5} {:>15} {:>15} {:>7} {:>7} {:>6} {:>6} {:>15}",
                     "level",
                     "positions",
@@ -113,14 +119,13 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
             let d = pool.install(|| {
                 distance_stats(db.dir(), db.rules(), db.pits(), levels, |s| {
                     if !json {
-                        println!("{}", distance_row(s));
+                        say!("{}", distance_row(s));
                     }
                 })
             })?;
             Some(d)
         }
     };
-    let mut out = std::io::stdout().lock();
     if json {
         let doc = Report {
             rules: db.rules().name(),
@@ -132,14 +137,12 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|d| d.iter().map(distance_summary).collect()),
         };
-        serde_json::to_writer(&mut out, &doc)?;
-        writeln!(out)?;
+        say!("{}", serde_json::to_string(&doc)?);
     }
-    out.flush()?;
     if let Some(p) = plot {
         write_plot(&p, db.rules(), db.pits(), &stats, distances.as_deref())?;
         let bytes = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-        eprintln!("chart written to {} ({} bytes)", p.display(), group(bytes));
+        warn!("chart written to {} ({} bytes)", p.display(), group(bytes));
     }
     Ok(())
 }

@@ -102,7 +102,7 @@ pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
     if command == "cargo run --release -- variants" {
         command += " > data/variants.md";
     }
-    eprintln!(
+    warn!(
         "variants into {} with {threads} thread(s), budget {} positions",
         opts.root.display(),
         group(max_positions)
@@ -111,12 +111,9 @@ pub fn run(args: VariantsArgs) -> anyhow::Result<()> {
     write!(out, "{}", markdown(&[], &command))?;
     out.flush()?;
     for (variant, within) in plan(&opts) {
-        let row = pool.install(|| {
-            solve(&opts, variant, within, &mut |w: &str| {
-                eprintln!("warning: {w}")
-            })
-        })?;
-        eprintln!(
+        let row =
+            pool.install(|| solve(&opts, variant, within, &mut |w: &str| warn!("warning: {w}")))?;
+        warn!(
             "{} {}x{}, {} per pit: {} ({:.1} s)",
             variant.rules,
             2,

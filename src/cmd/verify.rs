@@ -50,7 +50,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         progress: std::io::stderr().is_terminal(),
     };
     let dir = db.db_dir();
-    eprintln!(
+    warn!(
         "verifying {} levels in {} ({} pits per side){} with {threads} thread(s)",
         db.rules(),
         dir.display(),
@@ -58,27 +58,34 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         if deep { ", deep" } else { "" }
     );
     let started = std::time::Instant::now();
-    print!(
+    say_part!(
         "{:>5} {:>15} {:>9} {:>10} {:>9}",
-        "level", "positions", "checksum", "mismatches", "seconds"
+        "level",
+        "positions",
+        "checksum",
+        "mismatches",
+        "seconds"
     );
     if deep {
-        print!(" {:>7} {:>10} {:>9}", "sweeps", "deep mism.", "deep s");
+        say_part!(" {:>7} {:>10} {:>9}", "sweeps", "deep mism.", "deep s");
     }
-    println!(" {:>9}", "distances");
+    say!(" {:>9}", "distances");
     let samples = |n: usize, m: &Mismatches, what: &str| {
         for x in &m.first {
-            println!(
+            say!(
                 "  level {n} index {}: {} stored {:+}, {what} {:+}",
-                x.index, x.board, x.stored, x.computed
+                x.index,
+                x.board,
+                x.stored,
+                x.computed
             );
         }
         if m.count > m.first.len() as u64 {
-            println!("  ... {} more", m.count - m.first.len() as u64);
+            say!("  ... {} more", m.count - m.first.len() as u64);
         }
     };
     let print = |r: &LevelCheck| {
-        print!(
+        say_part!(
             "{:>5} {:>15} {:>9} {:>10} {:>9.2}",
             r.seeds,
             group(r.positions),
@@ -91,9 +98,11 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
             r.seconds
         );
         if let Some(d) = &r.deep {
-            print!(
+            say_part!(
                 " {:>7} {:>10} {:>9.2}",
-                d.sweeps, d.mismatches.count, d.seconds
+                d.sweeps,
+                d.mismatches.count,
+                d.seconds
             );
         }
         // "-": the level has no distance table.
@@ -102,17 +111,17 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
             Some(d) if d.ok() => "ok",
             Some(_) => "BAD",
         };
-        println!(" {distances:>9}");
+        say!(" {distances:>9}");
         if let Some(p) = &r.checksum_problem {
             // A problem found in a packed block names its level already.
             if p.starts_with(&format!("level {}, ", r.seeds)) {
-                println!("  {p}");
+                say!("  {p}");
             } else {
-                println!("  level {}: {p}", r.seeds);
+                say!("  level {}: {p}", r.seeds);
             }
         }
         if let Some(p) = &r.capture_problem {
-            println!("  level {}: {p}", r.seeds);
+            say!("  level {}: {p}", r.seeds);
         }
         samples(r.seeds, &r.mismatches, "its moves give");
         if let Some(d) = &r.deep {
@@ -130,7 +139,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         .filter(|r| !r.ok())
         .map(|r| r.seeds.to_string())
         .collect();
-    println!(
+    say!(
         "total: {} levels, {} positions in {secs:.2} s, {:.0} positions/s: {}",
         reports.len(),
         group(positions),
@@ -155,7 +164,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
 /// then the first wrong distances.
 fn distance_samples(n: usize, d: &DistanceCheck) {
     if let Some(p) = &d.problem {
-        println!("  level {n} distances: {p}");
+        say!("  level {n} distances: {p}");
     }
     for x in &d.mismatches.first {
         let computed = match x.computed {
@@ -167,13 +176,14 @@ fn distance_samples(n: usize, d: &DistanceCheck) {
             0 => "none".to_string(),
             s => s.to_string(),
         };
-        println!(
+        say!(
             "  level {n} index {}: {} distance stored {stored}, its moves give {computed}",
-            x.index, x.board
+            x.index,
+            x.board
         );
     }
     let more = d.mismatches.count - d.mismatches.first.len() as u64;
     if more > 0 {
-        println!("  ... {more} more distance(s)");
+        say!("  ... {more} more distance(s)");
     }
 }

@@ -5,13 +5,14 @@
 //!
 //! The shared helpers live here; the tests sit in one file per command: [`query`] (its
 //! refusals, damaged and foreign levels, JSON, `--line`, `--stdin`), [`build`] (bad
-//! arguments, a full disk, resuming, the folder's lock), [`count`], [`bench`], [`dtc`]
-//! and [`plan`].
+//! arguments, a full disk, resuming, the folder's lock), [`count`], [`bench`], [`dtc`],
+//! [`plan`] and [`pipes`] (every subcommand with its standard output closed).
 
 mod bench;
 mod build;
 mod count;
 mod dtc;
+mod pipes;
 mod plan;
 mod query;
 
