@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cmd;
 
@@ -90,7 +90,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(e) => return refused(e),
+    };
     // Standard output's failures other than a closed pipe, said once the work is done.
     let run = run(cli).and_then(|()| match cmd::out::failure() {
         Some(e) => Err(anyhow::Error::new(e).context("could not write standard output")),
@@ -118,6 +121,44 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+    }
+}
+
+/// The command line, each option's value given to its own parser even where it starts
+/// with a minus (`--max-seeds -1` is refused as a value out of range, not taken for a flag).
+fn parse() -> Result<Cli, clap::Error> {
+    let negative = |a: clap::Arg| {
+        let takes = a.get_action().takes_values();
+        a.allow_negative_numbers(takes)
+    };
+    let mut command = Cli::command();
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        command = command.mut_subcommand(name, |s| s.mut_args(negative));
+    }
+    let matches = command.try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Says a refusal of the command line in one line (`--help` and `--version` as clap
+/// prints them): exit 2.
+fn refused(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind::{
+        DisplayHelp, DisplayHelpOnMissingArgumentOrSubcommand, DisplayVersion,
+    };
+    match e.kind() {
+        DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(e.exit_code() as u8)
+        }
+        _ => {
+            let line = format!("error: {}\n", cmd::one_line(&e));
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            ExitCode::from(2)
         }
     }
 }

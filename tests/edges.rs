@@ -4,7 +4,9 @@
 //! empty string and a huge integer, and just outside the range its `--help` states; each
 //! path set to a missing folder, a file, an empty folder and the database folder itself.
 //! Every run must exit 0, 1 or 2 within its time, never panic, and on 1 or 2 print
-//! exactly one `error:` line; a number out of its range is refused with exit 2; and a
+//! exactly one `error:` line (on 2, a refusal of the command line, nothing else); a
+//! number out of its range is refused with exit 2, in a line that names the option, its
+//! range and the value given; and a
 //! `--dir` naming the database folder itself ends as the root folder does.
 
 use std::fs;
@@ -191,7 +193,8 @@ fn base(command: &str, tried: &str, case: &Path) -> Vec<String> {
             a.push(p("scratch"));
             a
         }
-        "pack" | "unpack" => words("--level 3 --level-of-compression 1"),
+        "pack" => words("--level 3 --level-of-compression 1"),
+        "unpack" => words("--level 3"),
         "export" => vec!["--out".into(), p("out"), "--levels".into(), "0..=3".into()],
         "import" => vec![p("empty")],
         "info" | "count" => vec![],
@@ -288,8 +291,28 @@ fn problem(case: &Case, e: &Ended) -> Option<String> {
         Some(c) if !(0..=2).contains(&c) => Some(format!("exit {c}, not 0, 1 or 2")),
         Some(c) if c != 0 && errors != 1 => Some(format!("exit {c} with {errors} error lines")),
         Some(c) if case.refuse && c != 2 => Some(format!("exit {c}: out of range, not refused")),
+        // A refusal of the command line is its one line, nothing else (no usage, no hint).
+        Some(2) if e.stderr.lines().filter(|l| !l.trim().is_empty()).count() != 1 => {
+            Some("exit 2 with more than its one line".into())
+        }
+        // A number refused names its option, what it takes and what it was given.
+        Some(2) if case.refuse && !refusal_says_why(case, &e.stderr) => {
+            Some("refused without the option, its range and the value given".into())
+        }
         _ => None,
     }
+}
+
+/// Whether the refusal of a number out of range reads `--option must be A..=B, got X`
+/// (the case's last argument is `--option=X`; a positional is not checked).
+fn refusal_says_why(case: &Case, stderr: &str) -> bool {
+    let last = case.args.last().map(String::as_str).unwrap_or("");
+    let Some((flag, given)) = last.strip_prefix("--").and_then(|a| a.split_once('=')) else {
+        return true;
+    };
+    stderr.contains(&format!("error: --{flag} must be "))
+        && (stderr.contains(&format!(", got {given}\n"))
+            || stderr.contains(&format!(", got '{given}'\n")))
 }
 
 #[test]

@@ -8,7 +8,7 @@ use awari::expert::figures::group;
 use awari::expert::pack::{Model, PackOptions, DEFAULT_ZSTD_LEVEL};
 use awari::expert::romein_bal::{import, ImportOptions};
 
-use super::{DbArgs, ShareFormat, Threads};
+use super::{whole, DbArgs, ShareFormat, Threads};
 
 /// Make native levels of a folder of Romein and Bal's scores.N files (any subset of
 /// levels; each file's size must be its level's size).
@@ -25,7 +25,7 @@ pub struct ImportArgs {
     #[arg(long)]
     pack: bool,
     /// zstd compression level with --pack, 1..=22.
-    #[arg(long, default_value_t = DEFAULT_ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+    #[arg(long, default_value_t = DEFAULT_ZSTD_LEVEL, value_parser = whole::<i32>(1, 22))]
     level_of_compression: i32,
     /// Value model with --pack (see `pack --help`); 'exits' needs every level below each
     /// one imported, imported too or already in the database.

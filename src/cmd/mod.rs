@@ -320,15 +320,23 @@ impl Threads {
     }
 }
 
-/// A whole-number option in `lo..=hi` (stated in its `--help`): clap refuses anything
-/// else (zero where 1 is the least, a sign, a fraction, nan, a number too large) with one
-/// `error:` line and exit 2, before any work.
-pub fn whole<T>(lo: u64, hi: u64) -> clap::builder::RangedU64ValueParser<T>
+/// A whole-number option in `lo..=hi` (stated in its `--help`): anything else (zero where
+/// 1 is the least, a sign, a fraction, nan, a number too large) is refused before any
+/// work, in one line that says what the option takes and what it was given
+/// (`--max-seeds must be 0..=127, got -1`; [`one_line`]), exit 2.
+pub fn whole<T>(lo: u64, hi: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync
 where
     T: TryFrom<u64> + Clone + Send + Sync + 'static,
-    <T as TryFrom<u64>>::Error: std::error::Error + Send + Sync + 'static,
 {
-    clap::builder::RangedU64ValueParser::<T>::new().range(lo..=hi)
+    move |s| {
+        let refused = || format!("must be a whole number in {lo}..={hi}, got '{s}'");
+        let x: i128 = s.trim().parse().map_err(|_| refused())?;
+        if (lo as i128..=hi as i128).contains(&x) {
+            T::try_from(x as u64).map_err(|_| refused())
+        } else {
+            Err(format!("must be {lo}..={hi}, got {s}"))
+        }
+    }
 }
 
 /// A real-number option in `lo..=hi` (stated in its `--help`): nan, inf and anything
@@ -338,13 +346,45 @@ pub fn real(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + 
         let x: f64 = s
             .trim()
             .parse()
-            .map_err(|_| format!("'{s}' is not a number"))?;
+            .map_err(|_| format!("must be a number in {lo}..={hi}, got '{s}'"))?;
         if x.is_finite() && (lo..=hi).contains(&x) {
             Ok(x)
         } else {
-            Err(format!("{s} is not in {lo}..={hi}"))
+            Err(format!("must be {lo}..={hi}, got {s}"))
         }
     }
+}
+
+/// The one line a refusal of the parser says (after `error: `): clap's own message has a
+/// usage and a hint below it, and a value refused by the option's parser names the
+/// option first (`--max-seeds must be 0..=127, got -1`); its other lines (the values a
+/// choice takes, the arguments missing) are joined to the first.
+pub fn one_line(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() == ErrorKind::ValueValidation {
+        if let (Some(ContextValue::String(arg)), Some(why)) =
+            (e.get(ContextKind::InvalidArg), std::error::Error::source(e))
+        {
+            // `--max-seeds <MAX_SEEDS>`: the flag alone.
+            let flag = arg.split_whitespace().next().unwrap_or(arg);
+            let why = why.to_string();
+            return match why.starts_with("must ") {
+                true => format!("{flag} {why}"),
+                false => format!("{flag}: {why}"),
+            };
+        }
+    }
+    let text = e.render().to_string();
+    let mut parts = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() && !line.starts_with("tip:") {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    parts.join(" ")
 }
 
 /// `--checkpoint-every`: an interval, or none.

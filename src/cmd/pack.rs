@@ -29,11 +29,11 @@ pub struct PackArgs {
     all: bool,
     /// zstd compression level, 1..=22 (higher: smaller and slower to pack; probing speed
     /// hardly changes).
-    #[arg(long, default_value_t = DEFAULT_ZSTD_LEVEL, value_parser = clap::value_parser!(i32).range(1..=22))]
+    #[arg(long, default_value_t = DEFAULT_ZSTD_LEVEL, value_parser = whole::<i32>(1, 22))]
     level_of_compression: i32,
     /// Values per block: smaller blocks make a probe that misses the cache faster (it
     /// decompresses one block), larger ones compress a little better. 1024..=16777216.
-    #[arg(long, default_value_t = DEFAULT_BLOCK, value_parser = clap::value_parser!(u32).range(1024..=1 << 24))]
+    #[arg(long, default_value_t = DEFAULT_BLOCK, value_parser = whole::<u32>(1024, 1 << 24))]
     block_size: u32,
     /// What the blocks hold: 'exits' stores what the captures do not already say (about
     /// 1.27 times smaller; needs the levels below, and a probe reads them too), 'plain'

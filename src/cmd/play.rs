@@ -35,7 +35,7 @@ pub struct PlayArgs {
     /// How well the database plays: 100 always plays a best move; below, it picks weaker
     /// moves more often and gives away more seeds per move on average; 0 plays any legal
     /// move alike. 0..=100.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u8).range(0..=100))]
+    #[arg(long, default_value_t = 100, value_parser = whole::<u8>(0, 100))]
     strength: u8,
     /// Seed of the database's random choices below strength 100 (default: from the
     /// clock, printed so that a game can be replayed), 0..=18446744073709551615.

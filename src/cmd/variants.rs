@@ -57,7 +57,7 @@ pub fn parse_amount(s: &str) -> Result<u64, String> {
                 .map(|x| x.round() as u64)
         })
         .filter(|&n| n <= MAX_AMOUNT)
-        .ok_or_else(|| format!("'{s}' is not a number of positions in 0..=1e15 (e.g. 1.2e9)"))
+        .ok_or_else(|| format!("must be a number of positions in 0..=1e15 (e.g. 1.2e9), got '{s}'"))
 }
 
 pub fn run(args: VariantsArgs) -> anyhow::Result<()> {

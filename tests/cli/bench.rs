@@ -73,5 +73,5 @@ fn bench_probe_times_probes_of_raw_and_packed_levels() {
         "{err}"
     );
     let e = usage_fail(&["bench", "--probe", "--dir", root, "--samples", "0"]);
-    assert!(e.contains("0 is not in 1..=1000000000"), "{e}");
+    assert!(e.contains("--samples must be 1..=1000000000, got 0"), "{e}");
 }

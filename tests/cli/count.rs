@@ -13,7 +13,7 @@ fn count_gives_the_romein_bal_total() {
     assert!(out.contains("889,063,398,406"), "{out}");
     assert!(out.contains("203,648,015,935"), "{out}");
     let e = usage_fail(&["count", "--pits", "9"]);
-    assert!(e.contains("9 is not in 2..=8"), "{e}");
+    assert!(e.contains("--pits must be 2..=8, got 9"), "{e}");
 }
 
 /// Totals past 2^64 are not wrapped: the positions of levels 0..=105 on 8 pits per side

@@ -75,16 +75,17 @@ fn error_of(args: &[&str], out: &Output) -> String {
     last.to_string()
 }
 
-/// Checks a run that clap refused (a usage error): exit status 2, no panic, one `error:`
-/// line, the first (clap's usage hint may follow it). Returns the error line.
+/// Checks a run that clap refused (a usage error): exit status 2, no panic, and stderr
+/// is one `error:` line, nothing else. Returns the error line.
 fn usage_error(args: &[&str], out: &Output) -> String {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "awari {args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "awari {args:?}: {stderr}");
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(errors.len(), 1, "awari {args:?}: {stderr}");
-    assert!(stderr.starts_with(errors[0]), "awari {args:?}: {stderr}");
-    errors[0].to_string()
+    assert!(
+        stderr.starts_with("error: ") && stderr.lines().count() == 1,
+        "awari {args:?}: {stderr}"
+    );
+    stderr.trim_end().to_string()
 }
 
 /// Runs a command that clap must refuse; returns its one error line.
