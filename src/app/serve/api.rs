@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -141,7 +141,12 @@ async fn page(body: &'static str, kind: &'static str) -> Response {
 /// A JSON answer with this status; errors are never cached.
 fn json(status: StatusCode, body: String, cache: &'static str) -> Response {
     let mut r = (status, body).into_response();
-    let h = r.headers_mut();
+    api_headers(r.headers_mut(), cache);
+    r
+}
+
+/// The headers of every JSON answer.
+fn api_headers(h: &mut HeaderMap, cache: &'static str) {
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -151,6 +156,32 @@ fn json(status: StatusCode, body: String, cache: &'static str) -> Response {
     h.insert(
         header::ACCESS_CONTROL_ALLOW_ORIGIN,
         HeaderValue::from_static("*"),
+    );
+}
+
+/// A successful answer that can change (a level rebuilt or packed, a distance table made
+/// or removed, the server restarted on another folder): its validator is the answer's
+/// own hash, so it changes exactly when the answer does. Clients may keep it but must
+/// ask again before using it (`no-cache`); one that sends the validator it holds
+/// (`If-None-Match`) and still holds the answer gets 304 and no body.
+fn validated(asked: &HeaderMap, body: String) -> Response {
+    let tag = format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(body.as_bytes()));
+    let held = asked
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().trim_start_matches("W/"))
+        .any(|v| v == tag || v == "*");
+    let mut r = match held {
+        true => StatusCode::NOT_MODIFIED.into_response(),
+        false => (StatusCode::OK, body).into_response(),
+    };
+    let h = r.headers_mut();
+    api_headers(h, REVALIDATE);
+    h.insert(
+        header::ETAG,
+        HeaderValue::from_str(&tag).expect("hex in quotes"),
     );
     r
 }
@@ -189,16 +220,18 @@ async fn health() -> Response {
     json(StatusCode::OK, r#"{"status":"ok"}"#.into(), "no-store")
 }
 
-async fn databases(State(state): State<AppState>) -> Response {
-    json(StatusCode::OK, state.inner.listing.clone(), "no-cache")
+async fn databases(State(state): State<AppState>, asked: HeaderMap) -> Response {
+    validated(&asked, state.inner.listing.clone())
 }
 
-/// Values are facts about positions: a position's answer never changes, whatever is
-/// rebuilt or packed, so clients and proxies may keep it.
-const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+/// A value is a fact about a position, but an answer also holds its distance, which
+/// appears when a table is made, and what is served changes with the folder: clients and
+/// proxies may keep an answer and ask whether it still holds ([`validated`]).
+const REVALIDATE: &str = "public, no-cache";
 
 async fn position(
     State(state): State<AppState>,
+    asked: HeaderMap,
     path: Result<Path<(String, String)>, PathRejection>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Response {
@@ -248,7 +281,7 @@ async fn position(
             .map_err(|e| state.probe_error(served, &e))
     };
     match answer.await {
-        Ok(body) => json(StatusCode::OK, body, IMMUTABLE),
+        Ok(body) => validated(&asked, body),
         Err(e) => error(e),
     }
 }
