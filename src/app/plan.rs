@@ -445,7 +445,9 @@ fn advise(
     plan_on: impl Fn(&Machine) -> Result<Vec<LevelPlan>>,
 ) {
     let Some(big) = levels.iter().find(|l| !l.fits_memory(m)) else {
-        if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
+        if let Some(l) = levels.iter().find(|l| l.disk_fit(m) == DiskFit::No) {
+            out.push(disk_advice(levels, l.seeds, m.nodes));
+        } else if let Some(l) = levels.iter().find(|l| !l.fits_disk(m)) {
             out.push(format!(
                 "disk: raw levels{} run out of disk at level {}; packing them as they are built (`awari pack --all --remove-raw`) needs {} per node",
                 if l.checkpoints > 0 { " and checkpoints" } else { "" },
@@ -517,6 +519,37 @@ fn advise(
         bytes(m.memory),
         on(m.nodes),
     ));
+    // The disk those nodes need: the advice above is about memory alone.
+    let advised = Machine {
+        nodes: nodes.unwrap_or(m.nodes),
+        ..*m
+    };
+    if let Ok(there) = plan_on(&advised) {
+        if let Some(l) = there.iter().find(|l| l.disk_fit(m) == DiskFit::No) {
+            out.push(disk_advice(&there, l.seeds, advised.nodes));
+        }
+    }
+}
+
+/// The disk advice where level `seeds` does not fit even packed, on `nodes` nodes: the
+/// disk per node that every level of `levels` fits, raw and packed as built.
+fn disk_advice(levels: &[LevelPlan], seeds: usize, nodes: usize) -> String {
+    let need = |f: fn(&LevelPlan) -> u64| {
+        let most = levels
+            .iter()
+            .map(|l| f(l) + l.checkpoints + l.scratch)
+            .max();
+        // Rounded up to what --disk-per-node takes (0.01 GB).
+        (most.unwrap_or(0) as f64 / 1e7).ceil() / 100.0
+    };
+    format!(
+        "disk: level {seeds} does not fit the disk of {nodes} node{} even packed; every level \
+         fits with --disk-per-node {} raw, or {} with each level packed as it is built \
+         (`awari build --pack`)",
+        if nodes == 1 { "" } else { "s" },
+        need(|l| l.raw_so_far),
+        need(|l| l.packed_so_far),
+    )
 }
 
 /// Raw over packed bytes of the levels packed in the database folder, if any.
@@ -532,7 +565,11 @@ fn pack_ratio(found: &[LevelInfo]) -> (f64, String) {
     }
     (
         raw as f64 / bytes as f64,
-        format!("measured on the {} packed levels there", packed.len()),
+        format!(
+            "measured on the {} packed level{} there",
+            packed.len(),
+            if packed.len() == 1 { "" } else { "s" }
+        ),
     )
 }
 

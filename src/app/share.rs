@@ -84,6 +84,13 @@ pub fn export(
             dir.display()
         )));
     }
+    if out.exists() && !out.is_dir() {
+        return Err(Error::Input(format!(
+            "{} is a file: export writes a scores.N file per level into a folder; name a \
+             folder (it is made if missing)",
+            out.display()
+        )));
+    }
     fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     // Levels packed with the exit model are read with the values of the levels below.
     let mut stack = LevelStack::new(&dir, rules, pits, has_exit_model(&dir))?;

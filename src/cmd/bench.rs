@@ -143,10 +143,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     say!("{line}");
     let same = runs.iter().all(|r| r.checksums == first.checksums);
-    say!(
-        "level files identical across thread counts: {}",
-        if same { "yes" } else { "NO" }
-    );
+    if runs.len() > 1 {
+        say!(
+            "level files identical across thread counts: {}",
+            if same { "yes" } else { "NO" }
+        );
+    } else {
+        say!("level files across thread counts: one thread count, nothing to compare");
+    }
     if let Some(path) = csv {
         std::fs::write(&path, to_csv(&runs))
             .with_context(|| format!("writing {}", path.display()))?;

@@ -209,16 +209,29 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     Index::new(db.pits(), max_seeds)?;
     let (pool, threads) = threads.pool()?;
     let dir = db.db_dir();
+    // The folders this call makes, taken back if the build is refused before it starts.
+    let made: Vec<std::path::PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(|d| d.to_path_buf())
+        .collect();
     make_dir(&dir)?;
     // A build that cannot finish is not started (build checks again, level by level).
     if !no_check {
-        awari::plan::check_build_fits(
+        let fits = awari::plan::check_build_fits(
             &dir,
             &Index::new(db.pits(), max_seeds)?,
             max_seeds,
             opts.state,
             opts.pack,
-        )?;
+        );
+        if let Err(e) = fits {
+            for d in &made {
+                // Only while empty: nothing but the folders made here is removed.
+                let _ = std::fs::remove_dir(d);
+            }
+            return Err(e.into());
+        }
     }
     warn!(
         "building {} levels 0..={max_seeds}, {} pits per side, into {} with {threads} thread(s)",
@@ -228,20 +241,28 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     );
     interrupt::install();
     let started = std::time::Instant::now();
-    say!(
-        "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
-        "level",
-        "positions",
-        "seconds",
-        "fwd s",
-        "bwd s",
-        "pos/s/thread",
-        "peak MB",
-        "won%",
-        "drawn%",
-        "lost%"
-    );
+    // The table's header, before its first row: a build refused (another holds the
+    // folder) prints its error alone.
+    let header = || {
+        say!(
+            "{:>5} {:>15} {:>9} {:>7} {:>7} {:>12} {:>7} {:>6} {:>6} {:>6}  state/lower",
+            "level",
+            "positions",
+            "seconds",
+            "fwd s",
+            "bwd s",
+            "pos/s/thread",
+            "peak MB",
+            "won%",
+            "drawn%",
+            "lost%"
+        )
+    };
+    let headed = std::sync::atomic::AtomicBool::new(false);
     let print = |r: &LevelReport| {
+        if !headed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            header();
+        }
         interrupt::finished(r.seeds);
         let s = &r.stats;
         let pct = |x: u64| 100.0 * x as f64 / s.positions.max(1) as f64;

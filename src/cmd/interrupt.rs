@@ -4,7 +4,7 @@
 //! to a temporary file and renamed), so saying so is all there is to do.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use awari::expert::present_levels;
 
@@ -19,6 +19,8 @@ pub fn finished(n: usize) {
 /// Says in one line what an interrupted build keeps, then exits with 128 + the signal,
 /// as the shell does for a process the signal ends.
 pub fn install() {
+    use std::io::IsTerminal;
+    TERMINAL.store(std::io::stderr().is_terminal(), Ordering::Relaxed);
     // SAFETY: the handler calls only async-signal-safe functions (write, _exit) on a
     // message made on its own stack.
     unsafe {
@@ -26,6 +28,9 @@ pub fn install() {
         libc::signal(libc::SIGTERM, said as *const () as libc::sighandler_t);
     }
 }
+
+/// Whether standard error is a terminal (asked before any signal: the handler may not).
+static TERMINAL: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn said(signal: libc::c_int) {
     let mut buf = [0u8; 160];
@@ -35,7 +40,11 @@ extern "C" fn said(signal: libc::c_int) {
         buf[len..len + n].copy_from_slice(&s[..n]);
         len += n;
     };
-    put(b"\nerror: interrupted: ");
+    // On a terminal, past the `^C` and the progress bar; in a log, no blank line.
+    if TERMINAL.load(Ordering::Relaxed) {
+        put(b"\n");
+    }
+    put(b"error: interrupted: ");
     match FINISHED.load(Ordering::Relaxed) {
         m if m < 0 => put(b"no level is finished yet"),
         m => {

@@ -23,10 +23,19 @@ pub fn check_plot_path(path: &Path) -> anyhow::Result<()> {
         );
     }
     match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() && dir.exists() && !dir.is_dir() => bail!(
+            "--plot {}: {} is a file, not a folder",
+            path.display(),
+            dir.display()
+        ),
         Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => bail!(
             "--plot {}: the folder {} does not exist",
             path.display(),
             dir.display()
+        ),
+        _ if path.is_dir() => bail!(
+            "--plot {}: a folder; give a file name ending in .svg",
+            path.display()
         ),
         _ => Ok(()),
     }

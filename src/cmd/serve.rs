@@ -10,13 +10,37 @@ use awari::expert::serve::{open_all, serve, ServeOptions};
 
 use super::{real, whole, RootArg, Threads};
 
+/// Parses `--bind`: `IP:PORT`, `HOST:PORT` (its first address), or an IP or host alone
+/// (port 8080).
+fn parse_bind(s: &str) -> Result<SocketAddr, String> {
+    use std::net::{IpAddr, ToSocketAddrs};
+    if let Ok(addr) = s.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Ok(ip) = s.trim_matches(['[', ']']).parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, 8080));
+    }
+    let with_port = match s.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => s.to_string(),
+        _ => format!("{s}:8080"),
+    };
+    with_port
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            format!("must be an address and port, e.g. 127.0.0.1:8080 or localhost:8080, got '{s}'")
+        })
+}
+
 /// Serve every database under --dir over HTTP: a JSON API and a web page to explore it.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     #[command(flatten)]
     root: RootArg,
-    /// Address and port to listen on; loopback by default (port 0: any free port).
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address and port to listen on: an IP address or a host name (`localhost`), with a
+    /// port or without (8080); loopback by default (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_bind)]
     bind: SocketAddr,
     #[command(flatten)]
     threads: Threads,

@@ -407,3 +407,76 @@ fn plan_dtc_counts_the_tables() {
         "{err}"
     );
 }
+
+/// Where a level does not fit the disk even packed, the advice names the disk per node
+/// that fits, raw and packed as built, on the nodes the memory advice names; a plan run
+/// again with them says so (the advice is a fixed point, as the memory advice is).
+#[test]
+fn plan_advises_the_disk_that_fits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("bench.csv");
+    fs::write(
+        &csv,
+        "level,positions,threads,seconds,forward_seconds,backward_seconds,positions_per_second_per_thread,peak_rss_bytes\n\
+         20,80214915,1,40.1,10.0,30.0,2000000,1\n",
+    )
+    .unwrap();
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            "--max-seeds",
+            "36",
+            "--rates",
+            csv.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        ok(&args)
+    };
+    // The word after `word` in `line`.
+    let after = |line: &str, word: &str| -> String {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let i = w
+            .iter()
+            .position(|x| *x == word)
+            .unwrap_or_else(|| panic!("{line}"));
+        w[i + 1].trim_end_matches(',').to_string()
+    };
+    for (memory, nodes) in [("64", None), ("4", Some(()))] {
+        let out = plan(&["--memory-per-node", memory, "--disk-per-node", "1"]);
+        let disk = out
+            .lines()
+            .find(|l| l.starts_with("disk: level"))
+            .unwrap_or_else(|| panic!("{out}"));
+        let (raw, packed) = (after(disk, "--disk-per-node"), after(disk, "or"));
+        let nodes = match nodes {
+            None => "1".to_string(),
+            Some(()) => {
+                let m = out
+                    .lines()
+                    .find(|l| l.starts_with("memory:"))
+                    .unwrap_or_else(|| panic!("{out}"));
+                after(m, "on")
+            }
+        };
+        let again = |disk: &str| {
+            plan(&[
+                "--memory-per-node",
+                memory,
+                "--nodes",
+                &nodes,
+                "--disk-per-node",
+                disk,
+            ])
+        };
+        let raw_plan = again(&raw);
+        assert!(
+            raw_plan.contains("\nevery level fits\n"),
+            "--disk-per-node {raw}:\n{raw_plan}"
+        );
+        let packed_plan = again(&packed);
+        assert!(
+            !packed_plan.contains("NO") && packed_plan.contains("packing them as they are built"),
+            "--disk-per-node {packed}:\n{packed_plan}"
+        );
+    }
+}
