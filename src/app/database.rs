@@ -2,8 +2,9 @@
 //! position, the value of each move and the best moves (DESIGN.md section 3.6); its
 //! principal variations are in [`crate::app::line`].
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 
@@ -27,6 +28,9 @@ pub struct Database {
     levels: Vec<OnceLock<LevelFile>>,
     /// Each level's distance table, if it has one (DESIGN.md section 4.6).
     tables: Vec<OnceLock<Option<DistanceTable>>>,
+    /// The levels whose table an answer left out as damaged or stale, each said once in
+    /// [`Database::take_warnings`].
+    left_out: Mutex<(HashSet<usize>, Vec<String>)>,
 }
 
 /// One legal move and what it is worth to the side to move.
@@ -98,7 +102,63 @@ impl Database {
             index,
             levels: (0..=max).map(|_| OnceLock::new()).collect(),
             tables: (0..=max).map(|_| OnceLock::new()).collect(),
+            left_out: Mutex::default(),
         })
+    }
+
+    /// What answers left out since the last call: a distance table damaged or not of its
+    /// level, one line each, naming the command that makes it again. The values were
+    /// answered all the same.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut self.left_out.lock().unwrap().1)
+    }
+
+    /// Whether level `n`'s table is still kept for an answer after reading it gave
+    /// `found`: a format error of a distance table (a damaged block, a distance its moves
+    /// contradict) leaves the table out, said once; any other error stops the answer.
+    fn table_kept(&self, n: usize, found: Result<()>) -> Result<bool> {
+        match found {
+            Ok(()) => Ok(true),
+            Err(Error::Format { path, problem }) if is_table(&path) => {
+                self.leave_out(n, &path, &problem);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Leaves level `n`'s table out of the answers from now on, with one warning.
+    fn leave_out(&self, n: usize, path: &Path, problem: &str) {
+        let mut left = self.left_out.lock().unwrap();
+        if left.0.insert(n) {
+            let name = path
+                .file_name()
+                .unwrap_or(path.as_os_str())
+                .to_string_lossy();
+            // The command this line ends with, not the one the problem may name too.
+            let problem = problem.split(": `awari dtc").next().unwrap_or(problem);
+            left.1.push(format!(
+                "the distance table {name} of level {n} is left out ({problem}); `awari dtc \
+                 --force --levels {n}` makes it again"
+            ));
+        }
+    }
+
+    /// Level `n`'s distance table for an answer, which holds the values first: a table
+    /// damaged or not of its level (a format error) is left out, the answer's distances
+    /// then `None` as without tables, and said once ([`Database::take_warnings`]). Other
+    /// errors (a read that fails) stop the answer.
+    fn answer_table(&self, n: usize) -> Result<Option<&DistanceTable>> {
+        if self.left_out.lock().unwrap().0.contains(&n) {
+            return Ok(None);
+        }
+        match self.distances(n) {
+            Err(Error::Format { path, problem }) if is_table(&path) => {
+                self.leave_out(n, &path, &problem);
+                Ok(None)
+            }
+            r => r,
+        }
     }
 
     /// The rule set of the database.
@@ -256,19 +316,33 @@ impl Database {
             });
         }
         // After the values: a missing level the moves need is named first.
-        let tables = self.distances(n).map_err(|e| self.needs(e, n))?.is_some();
+        let mut tables = self
+            .answer_table(n)
+            .map_err(|e| self.needs(e, n))?
+            .is_some();
         if tables {
-            for (m, mv) in legal.as_slice().iter().zip(&mut moves) {
-                let converts = m.ends_game
-                    || m.captured > 0
-                    || legal_moves(&m.child, self.rules).terminal_value.is_some();
-                mv.distance = if converts {
-                    Some(1)
-                } else {
-                    // An in-level child is stored (DESIGN.md section 3.6): its table's.
-                    self.distance(&m.child)?.map(|d| d.saturating_add(1))
-                };
-            }
+            let found = (|| {
+                for (m, mv) in legal.as_slice().iter().zip(&mut moves) {
+                    let converts = m.ends_game
+                        || m.captured > 0
+                        || legal_moves(&m.child, self.rules).terminal_value.is_some();
+                    mv.distance = if converts {
+                        Some(1)
+                    } else {
+                        // An in-level child is stored (DESIGN.md section 3.6): its table's.
+                        let child = match m.child.is_stored() {
+                            true => match self.answer_table(n)? {
+                                Some(table) => table.distance(self.index.rank_in(&m.child, n))?,
+                                None => None,
+                            },
+                            false => self.analyze(&m.child)?.distance,
+                        };
+                        child.map(|d| d.saturating_add(1))
+                    };
+                }
+                Ok(())
+            })();
+            tables = self.table_kept(n, found)?;
         }
         let (value, game_over) = match legal.terminal_value {
             Some(v) if v < 0 || n == 0 => {
@@ -310,19 +384,33 @@ impl Database {
                 .and_then(|d| d.into_iter().max()),
         };
         if stored && tables {
-            let n = board.seeds();
-            let table = self.distances(n)?.expect("the level has a table");
-            let d = table.distance(self.index.rank_in(board, n))?;
-            if d != distance {
-                return Err(Error::format(
-                    table.path(),
-                    format!(
-                        "inconsistent: position {board} has distance {d:?} in the table but \
-                         its moves give {distance:?}; run `awari dtc --force --levels {n}`"
-                    ),
-                ));
-            }
+            let consistent = (|| match self.answer_table(n)? {
+                Some(table) => {
+                    let d = table.distance(self.index.rank_in(board, n))?;
+                    match d == distance {
+                        true => Ok(()),
+                        false => Err(Error::format(
+                            table.path(),
+                            format!(
+                                "inconsistent: position {board} has distance {d:?} in the table \
+                                 but its moves give {distance:?}"
+                            ),
+                        )),
+                    }
+                }
+                None => Ok(()),
+            })();
+            tables = self.table_kept(n, consistent)?;
         }
+        // A table left out on the way: no distances at all, as without tables.
+        let distance = if tables && self.answer_table(n)?.is_some() {
+            distance
+        } else {
+            for m in &mut moves {
+                m.distance = None;
+            }
+            None
+        };
         Ok(Analysis {
             pits: board.pits().to_vec(),
             seeds: n,
@@ -334,4 +422,12 @@ impl Database {
             distance,
         })
     }
+}
+
+/// Whether `path` names a distance table (`level-NNN.awd`, packed `.adz`).
+fn is_table(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("awd" | "adz")
+    )
 }

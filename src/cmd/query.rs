@@ -75,6 +75,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
                 Err(e) => serde_json::json!({ "error": e.one_line() }),
             };
             writeln!(out, "{obj}")?;
+            warn_left_out(&database);
         }
         out.flush()?;
         return Ok(());
@@ -83,7 +84,9 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     let board = database.board(&counts)?;
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", database.query_json(&board, line)?)?;
+        let answer = database.query_json(&board, line)?;
+        warn_left_out(&database);
+        writeln!(out, "{answer}")?;
         return Ok(());
     }
     let a = database.analyze(&board)?;
@@ -92,6 +95,7 @@ pub fn run(args: QueryArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    warn_left_out(&database);
     write!(out, "{}", draw(&board))?;
     writeln!(
         out,
@@ -192,5 +196,12 @@ pub fn verdict(v: i8) -> String {
         0 => "draw".into(),
         1.. => format!("wins by {v}"),
         _ => format!("loses by {}", -(v as i32)),
+    }
+}
+
+/// Says on standard error what the answers left out (a damaged or stale distance table).
+fn warn_left_out(database: &Database) {
+    for w in database.take_warnings() {
+        warn!("warning: {w}");
     }
 }

@@ -304,7 +304,11 @@ impl DistanceTable {
         {
             return Err(Error::format(
                 &path,
-                "damaged (its pack does not match its header): run `awari dtc --force` for this level",
+                format!(
+                    "damaged (its pack does not match its header): `awari dtc --levels {}` \
+                     makes it again",
+                    expect.seeds
+                ),
             ));
         }
         Ok(DistanceTable {
@@ -354,7 +358,11 @@ impl DistanceTable {
             Store::Raw(map) if xxh3_64(&map[PAYLOAD_OFFSET..]) != self.header.level.checksum => {
                 Err(Error::format(
                     &self.path,
-                    "damaged (payload checksum mismatch): run `awari dtc --force` for this level",
+                    format!(
+                        "damaged (payload checksum mismatch): `awari dtc --levels {}` makes it \
+                         again",
+                        self.header.level.seeds
+                    ),
                 ))
             }
             Store::Raw(_) => Ok(()),

@@ -43,6 +43,17 @@ fn tables_are_made_kept_and_mended() {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         fs::write(table(10), &bad).unwrap();
+        // Meanwhile a query gives the value, its distances left out with one warning.
+        let position = ["1", "1", "1", "1", "1", "2", "1", "0", "2", "0", "0", "0"];
+        let mut query = vec!["query", "--rules", rules, "--dir", root];
+        query.extend(position);
+        let (done, out, err) = run(&query);
+        assert!(done && out.contains(": value "), "{err}");
+        assert_eq!(
+            err,
+            "warning: the distance table level-010.awd of level 10 is left out (damaged \
+             (payload checksum mismatch)); `awari dtc --force --levels 10` makes it again\n"
+        );
         let (done, out, err) = run(&args);
         assert!(done, "{err}");
         assert!(out.contains("(1 made, 12 kept)"), "{out}");

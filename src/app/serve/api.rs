@@ -276,7 +276,14 @@ async fn position(
         state
             .inner
             .probes
-            .run(move || probed.db.query_json(&board, line).map(|v| v.to_string()))
+            .run(move || {
+                let answer = probed.db.query_json(&board, line).map(|v| v.to_string());
+                // A table left out (damaged, stale): said once in the log.
+                for w in probed.db.take_warnings() {
+                    eprintln!("warning: {w}");
+                }
+                answer
+            })
             .await?
             .map_err(|e| state.probe_error(served, &e))
     };
