@@ -304,8 +304,10 @@ fn cli_verify_checks_the_distance_tables() {
         .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
         .collect();
     assert_eq!(rows.len(), 11, "{out}");
-    assert!(rows.iter().all(|r| r.ends_with(" ok")), "{out}");
-    assert!(out.lines().next().unwrap().ends_with("distances"), "{out}");
+    // The distances' column, then their check's seconds.
+    let distances = |r: &str| r.split_whitespace().rev().nth(1).map(str::to_string);
+    assert!(rows.iter().all(|r| distances(r).as_deref() == Some("ok")), "{out}");
+    assert!(out.lines().next().unwrap().ends_with("distances    dist s"), "{out}");
 
     // A distance one more than the truth, on a position of level 9 with a distance below
     // the longest; the payload and header checksums written again (DESIGN.md 4.2, 4.6).
@@ -333,7 +335,10 @@ fn cli_verify_checks_the_distance_tables() {
     );
     let check = |out: &str, err: &str| {
         assert!(out.contains(&line), "no '{line}' in:\n{out}");
-        let bad: Vec<&str> = out.lines().filter(|l| l.ends_with(" BAD")).collect();
+        let bad: Vec<&str> = out
+            .lines()
+            .filter(|l| l.split_whitespace().rev().nth(1) == Some("BAD"))
+            .collect();
         assert_eq!(bad.len(), 1, "{out}");
         assert!(bad[0].trim_start().starts_with("9 "), "{out}");
         assert!(err.contains("level(s) 9 (see the table above)"), "{err}");

@@ -6,7 +6,8 @@ use anyhow::Context;
 use clap::Args;
 
 use awari::expert::figures::group;
-use awari::expert::{Index, MAX_SEEDS};
+use awari::expert::pack::{pack_files, Model, PackOptions, DEFAULT_BLOCK, DEFAULT_ZSTD_LEVEL};
+use awari::expert::{level_path, Index, MAX_SEEDS};
 use awari::{build, BuildOptions, LevelReport, Lower, StateKind};
 
 use super::{interrupt, make_dir, parse_every, whole, DbArgs, Every, Threads};
@@ -196,6 +197,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         );
     }
     let opts = options(&args);
+    let pack = opts.pack;
     let BuildArgs {
         max_seeds,
         db,
@@ -207,6 +209,7 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     } = args;
     // Bad arguments are not a stopped build: refuse them before starting.
     Index::new(db.pits(), max_seeds)?;
+    let threads_asked = threads;
     let (pool, threads) = threads.pool()?;
     let dir = db.db_dir();
     // The folders this call makes, taken back if the build is refused before it starts.
@@ -323,6 +326,23 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         };
         warn!("distance tables of levels 0..={max_seeds}");
         pool.install(|| super::dtc::make_and_print(&opts, threads))?;
+        if pack {
+            // Packed as the levels are: each table beside a packed level (a level kept raw
+            // from before keeps its raw table).
+            warn!("packing the distance tables");
+            let table = PackOptions {
+                zstd_level: DEFAULT_ZSTD_LEVEL,
+                block: DEFAULT_BLOCK,
+                model: Model::Plain,
+            };
+            let dir = db.db_dir();
+            super::pack::each_level(&db, None, false, false, threads_asked, |levels, n| {
+                match level_path(&dir, n).exists() || n > max_seeds {
+                    true => Ok(Vec::new()),
+                    false => pack_files(levels, n, &table, true),
+                }
+            })?;
+        }
     }
     Ok(())
 }

@@ -138,8 +138,19 @@ pub fn levels_asked(
     }
     let dir = db_dir(root, rules, pits);
     let top = present_levels(&dir).ok_or_else(|| {
+        // Other databases beside it: the user may have meant one of them.
+        let others: Vec<String> = database_dirs(root)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|&(r, p, ref d)| (r, p) != (rules, pits) && present_levels(d).is_some())
+            .map(|(r, p, _)| format!("{}-{p} (--rules {} --pits {p})", r.name(), r.name()))
+            .collect();
+        let beside = match others.is_empty() {
+            true => String::new(),
+            false => format!("; {} holds {}", root.display(), others.join(", ")),
+        };
         Error::Input(format!(
-            "no levels in {}; build some first, e.g. `{}`",
+            "no levels in {}{beside}; build some first, e.g. `{}`",
             dir.display(),
             build_command(root, rules, pits, 16)
         ))

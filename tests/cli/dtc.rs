@@ -99,3 +99,36 @@ fn tables_are_made_kept_and_mended() {
     assert!(errors[0].starts_with("error: level 13 is missing"), "{err}");
     assert!(!tmp.path().join("awari-6/level-013.awd").exists());
 }
+
+/// `build --pack --dtc` packs the tables as it packs the levels: no raw file is left,
+/// and a query answers with a distance from them.
+#[test]
+fn build_pack_dtc_leaves_no_raw_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_str().unwrap();
+    ok(&[
+        "build",
+        "--max-seeds",
+        "10",
+        "--pack",
+        "--dtc",
+        "--dir",
+        root,
+    ]);
+    let mut kinds: Vec<String> = fs::read_dir(tmp.path().join("awari-6"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.starts_with("level-").then(|| name[10..].to_string())
+        })
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    assert_eq!(kinds, ["adz", "awp"]);
+    let out = ok(&[
+        "query", "--json", "--dir", root, "1", "1", "1", "1", "1", "2", "1", "0", "2", "0", "0",
+        "0",
+    ]);
+    let answer: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(answer["distance"].as_u64().is_some_and(|d| d > 0), "{out}");
+}
