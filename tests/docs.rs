@@ -525,3 +525,89 @@ mod slow {
         assert!(ran >= 10, "only {ran} commands of the docs ran");
     }
 }
+
+/// DESIGN.md section 10 names every source file: a file added under `src/` is placed in
+/// its layer on that page too.
+#[test]
+fn the_source_layout_names_every_file() {
+    let design = read("DESIGN.md");
+    let start = design
+        .find("## 10. Source layout")
+        .expect("DESIGN.md section 10");
+    let section = &design[start..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let mut missing = Vec::new();
+    let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.ends_with(".rs") && name != "tests.rs" && !section.contains(&name) {
+                missing.push(path.display().to_string());
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "not named in DESIGN.md section 10: {missing:?}"
+    );
+}
+
+/// The keys of a JSON value, nested: `a`, `a.b`, and `a[].b` for the objects of an
+/// array (its first element's).
+fn json_keys(v: &serde_json::Value, at: &str, out: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let key = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                out.insert(key.clone());
+                json_keys(v, &key, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            if let Some(first) = a.first() {
+                json_keys(first, &format!("{at}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The answers the README and GUIDE show for a position (`{"best":...}` lines, from
+/// `query --json` and the API) have the keys of a real answer, nested ones included.
+#[test]
+fn json_examples_have_the_keys_of_real_answers() {
+    use awari::expert::Database;
+    use awari::Rules;
+    let tmp = tempfile::tempdir().unwrap();
+    crate::common::build_levels(tmp.path(), Rules::Awari, 6, 3);
+    let db = Database::open(tmp.path(), Rules::Awari, 6).unwrap();
+    let board = db.board(&[0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0]).unwrap();
+    let mut checked = 0;
+    for page in ["README.md", "GUIDE.md"] {
+        for line in read(page).lines().filter(|l| l.starts_with(r#"{"best":"#)) {
+            // The README elides the moves: `[...]`.
+            let shown: serde_json::Value = serde_json::from_str(&line.replace("[...]", "[]"))
+                .unwrap_or_else(|e| panic!("{page}: {e}: {line}"));
+            let real = db.query_json(&board, shown.get("line").is_some()).unwrap();
+            let (mut want, mut got) = (BTreeSet::new(), BTreeSet::new());
+            json_keys(&real, "", &mut want);
+            json_keys(&shown, "", &mut got);
+            // Keys under an array the example leaves empty (`[...]`) are not shown.
+            want.retain(|k| match k.split_once("[]") {
+                None => true,
+                Some((array, _)) => got.iter().any(|g| g.starts_with(&format!("{array}[]"))),
+            });
+            assert_eq!(got, want, "{page}: {line}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked} examples");
+}

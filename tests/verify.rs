@@ -306,8 +306,14 @@ fn cli_verify_checks_the_distance_tables() {
     assert_eq!(rows.len(), 11, "{out}");
     // The distances' column, then their check's seconds.
     let distances = |r: &str| r.split_whitespace().rev().nth(1).map(str::to_string);
-    assert!(rows.iter().all(|r| distances(r).as_deref() == Some("ok")), "{out}");
-    assert!(out.lines().next().unwrap().ends_with("distances    dist s"), "{out}");
+    assert!(
+        rows.iter().all(|r| distances(r).as_deref() == Some("ok")),
+        "{out}"
+    );
+    assert!(
+        out.lines().next().unwrap().ends_with("distances    dist s"),
+        "{out}"
+    );
 
     // A distance one more than the truth, on a position of level 9 with a distance below
     // the longest; the payload and header checksums written again (DESIGN.md 4.2, 4.6).

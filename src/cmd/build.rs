@@ -80,8 +80,9 @@ enum StateArg {
     Compact,
     /// 0.25 bytes a position (two bits), the best exits and the values so far in two files
     /// beside the level (2 bytes a position), read in index order once per threshold; with
-    /// --lower stream about 3 bits a position in all. About twice compact's time; also
-    /// over MPI ranks.
+    /// --lower stream about 3 bits a position in all, and about 3 bytes a position more
+    /// on disk while its forward pass runs. About 1.5 times compact's time; also over MPI
+    /// ranks.
     Lean,
     /// Fast where it fits the memory available, else compact, else lean (over MPI ranks:
     /// the leanest any rank's slice needs in its share of its node, by a vote).

@@ -109,7 +109,10 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<()> {
         // level's seconds are its values' check.
         let (distances, seconds) = match &r.distances {
             None => ("-", "-".to_string()),
-            Some(d) => (if d.ok() { "ok" } else { "BAD" }, format!("{:.2}", d.seconds)),
+            Some(d) => (
+                if d.ok() { "ok" } else { "BAD" },
+                format!("{:.2}", d.seconds),
+            ),
         };
         say!(" {distances:>9} {seconds:>9}");
         if let Some(p) = &r.checksum_problem {
