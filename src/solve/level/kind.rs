@@ -66,7 +66,7 @@ impl StateKind {
     /// `seeds` seeds while it is built, at the most: the lean state's two files (a byte a
     /// position each), or with the lower levels streamed, if more, its exits file and the
     /// raises its forward pass keeps for the windows after the first (DESIGN.md section
-    /// 5.6), counted at [`RAISES_PER_POSITION`]. None for the others.
+    /// 5.6), counted at 0.8 raises a position (`RAISES_PER_POSITION`). None for the others.
     pub fn scratch_bytes(self, positions: u64, seeds: usize, lower: Lower) -> u64 {
         match (self, lower) {
             (StateKind::Lean, Lower::Random) => 2 * positions,

@@ -65,7 +65,7 @@ pub struct LevelPlan {
     pub checkpoints: u64,
     /// Disk the lean state's files take beside the level while it is built (two bytes a
     /// position held, or streamed, if more, its exits and the raises kept for its later
-    /// windows: [`StateKind::scratch_bytes`]), or 0.
+    /// windows: [`crate::solve::level::StateKind::scratch_bytes`]), or 0.
     pub scratch: u64,
     /// Expected wall time of the level, at the plan's rate.
     pub seconds: Option<f64>,
