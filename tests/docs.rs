@@ -5,7 +5,8 @@
 //! the database of the README's first command (levels 0..=16 of Awari in `db/awari-6`),
 //! a `bench.csv` as GUIDE.md describes it, and an empty `data/`; `awari` is this build's
 //! binary, and `cargo run --release --` is read as `awari`. A command must exit with
-//! status 0, or with 1 where its line ends in `# exits 1: <why>`.
+//! status 0, or with 1 where its line ends in `# exits 1: <why>`, and where a transcript
+//! shows its output, print the first line shown (not `...`), numbers aside.
 //!
 //! A command that cannot run here (a long build, `mpirun`, `awari serve`, which does not
 //! end, a command that needs files the scratch folder lacks) says so on its line with
@@ -66,8 +67,13 @@ struct Block {
 /// What to do with a command of a page.
 #[derive(Debug, PartialEq)]
 enum Step {
-    /// Run it; `fails` when it must exit with status 1.
-    Run { command: String, fails: bool },
+    /// Run it; `fails` when it must exit with status 1. `shown`: the first line of output
+    /// the page shows for it, if any (not `...`).
+    Run {
+        command: String,
+        fails: bool,
+        shown: Option<String>,
+    },
     /// A command the docs mark as not run here, with the reason they give.
     Skip,
     /// `cargo test --release`: the suite this test is part of.
@@ -197,7 +203,24 @@ fn steps(block: &Block) -> Result<Vec<(usize, Step)>, String> {
                 where_(k)
             ));
         }
-        out.push((block.line + 1 + k, Step::Run { command, fails }));
+        // The first output line shown under it, in a transcript.
+        let shown = match console {
+            false => None,
+            true => block.lines[k + 1..]
+                .iter()
+                .take_while(|l| !l.starts_with("$ "))
+                .map(|l| l.trim_end())
+                .find(|l| !l.is_empty() && l.trim() != "...")
+                .map(str::to_string),
+        };
+        out.push((
+            block.line + 1 + k,
+            Step::Run {
+                command,
+                fails,
+                shown,
+            },
+        ));
     }
     Ok(out)
 }
@@ -405,9 +428,10 @@ fn marks_are_read() {
         lang: lang.to_string(),
         lines: lines.iter().map(|s| s.to_string()).collect(),
     };
-    let run = |c: &str, fails| Step::Run {
+    let run = |c: &str, fails, shown: Option<&str>| Step::Run {
         command: c.to_string(),
         fails,
+        shown: shown.map(str::to_string),
     };
     let b = block(
         "console",
@@ -423,11 +447,11 @@ fn marks_are_read() {
     assert_eq!(
         steps(&b).unwrap(),
         vec![
-            (11, run("awari count --max-seeds 3", false)),
-            (13, run("awari query 4 4 4", true)),
+            (11, run("awari count --max-seeds 3", false, Some("output"))),
+            (13, run("awari query 4 4 4", true, None)),
             (14, Step::Skip),
-            (15, run("printf '1\\n' | awari query --stdin", false)),
-            (16, run("awari count", false)),
+            (15, run("printf '1\\n' | awari query --stdin", false, None)),
+            (16, run("awari count", false, None)),
         ]
     );
     let b = block(
@@ -484,6 +508,7 @@ mod slow {
 
         let mut ran = 0;
         let mut skipped = 0;
+        let mut shown_lines = Vec::new();
         let mut failures: Vec<String> = Vec::new();
         let start = Instant::now();
         for page in PAGES {
@@ -491,7 +516,14 @@ mod slow {
                 let steps = steps(&b).unwrap_or_else(|e| panic!("{e}"));
                 for (line, step) in steps {
                     let (command, fails) = match step {
-                        Step::Run { command, fails } => (command, fails),
+                        Step::Run {
+                            command,
+                            fails,
+                            shown,
+                        } => {
+                            shown_lines.push((page, line, command.clone(), shown));
+                            (command, fails)
+                        }
                         Step::Skip | Step::Suite => {
                             skipped += 1;
                             continue;
@@ -505,6 +537,16 @@ mod slow {
                         "{page} line {line}: {command}: status {status:?} in {:.1} s",
                         t.elapsed().as_secs_f64()
                     );
+                    if let Some((_, _, _, Some(shown))) = shown_lines.last() {
+                        let said = |l: &str| masked(l) == masked(shown);
+                        if !output.lines().any(said) {
+                            failures.push(format!(
+                                "{page} line {line}: `{command}` printed no line like the one \
+                                 shown, `{shown}` (numbers aside); it printed:\n{}",
+                                output.lines().take(8).collect::<Vec<_>>().join("\n")
+                            ));
+                        }
+                    }
                     if status != Some(want) {
                         let tail: Vec<&str> = output.lines().rev().take(20).collect();
                         let tail: Vec<&str> = tail.into_iter().rev().collect();
@@ -610,4 +652,17 @@ fn json_examples_have_the_keys_of_real_answers() {
         }
     }
     assert!(checked >= 6, "{checked} examples");
+}
+
+/// A line of output with its numbers masked (each word holding a digit is `#`) and its
+/// spacing made one space: what a page shows and what a run prints compare alike although
+/// times, rates and sizes differ.
+fn masked(line: &str) -> String {
+    line.split_whitespace()
+        .map(|w| match w.chars().any(|c| c.is_ascii_digit()) {
+            true => "#",
+            false => w,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -61,18 +61,26 @@ pub fn run(args: DtcArgs) -> anyhow::Result<()> {
 /// `awari build --dtc`), and the total; warnings on stderr.
 pub fn make_and_print(opts: &DtcOptions, threads: usize) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    say!(
-        "{:>5} {:>15} {:>15} {:>7} {:>5} {:>9} {:>12} {:>9}",
-        "level",
-        "positions",
-        "with distance",
-        "longest",
-        "bytes",
-        "seconds",
-        "pos/s/thread",
-        "peak"
-    );
+    // The table's header, before its first row: a refusal (no levels, another process
+    // holds the folder) prints its error alone.
+    let header = || {
+        say!(
+            "{:>5} {:>15} {:>15} {:>7} {:>5} {:>9} {:>12} {:>9}",
+            "level",
+            "positions",
+            "with distance",
+            "longest",
+            "bytes",
+            "seconds",
+            "pos/s/thread",
+            "peak"
+        )
+    };
+    let headed = std::sync::atomic::AtomicBool::new(false);
     let print = |r: &DtcReport| {
+        if !headed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            header();
+        }
         let rate = if r.kept || r.seconds <= 0.0 {
             "kept".to_string()
         } else {
