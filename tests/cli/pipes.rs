@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use super::{with_position, FIVE};
 use crate::common::{text, BIN};
 
 /// Runs the binary with its standard output closed at once (the pipe's reading end
@@ -71,41 +72,13 @@ fn no_subcommand_panics_on_a_closed_stdout_and_its_work_is_done() {
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 
     quiet(&["verify", "--dir", s(&root)]);
-    quiet(&[
-        "query",
-        "--dir",
-        s(&root),
-        "1",
-        "1",
-        "1",
-        "1",
-        "1",
-        "0",
-        "0",
-        "0",
-        "0",
-        "0",
-        "0",
-        "0",
-    ]);
-    quiet(&[
-        "play",
-        "--dir",
-        s(&root),
-        "--position",
-        "1",
-        "1",
-        "1",
-        "1",
-        "1",
-        "0",
-        "0",
-        "0",
-        "2",
-        "0",
-        "0",
-        "0",
-    ]);
+    quiet(&with_position(&["query", "--dir", s(&root)], FIVE));
+    // Five seeds to move, two the opponent's: a game that goes on.
+    let seven = "1 1 1 1 1 0 0 0 2 0 0 0";
+    quiet(&with_position(
+        &["play", "--dir", s(&root), "--position"],
+        seven,
+    ));
     quiet(&["info", "--dir", s(&root)]);
     quiet_with(&["stats", "--json", "--dir", s(&root)], true);
 
